@@ -23,7 +23,14 @@ int sg_fail_context(int status, const char *fmt, ...) {
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
     memcpy(old, sg_message, sizeof old);
-    snprintf(sg_message, sizeof sg_message, "%s: %s", prefix, old);
+    // Truncation of an over-long message is acceptable; the prefix comes first.
+    size_t n = strlen(prefix);
+    if (n > sizeof sg_message - 3) n = sizeof sg_message - 3;
+    memcpy(sg_message, prefix, n);
+    memcpy(sg_message + n, ": ", 2);
+    size_t rest = sizeof sg_message - n - 3;
+    strncpy(sg_message + n + 2, old, rest);
+    sg_message[sizeof sg_message - 1] = '\0';
     return status;
 }
 

@@ -5,7 +5,11 @@
 // known dtype, shape and byte size agree, offsets inside the data section, no two tensors overlap,
 // header length inside the file. Every index entry must name an existing shard holding the tensor.
 // Failures return SG_EXIT_INPUT with a message naming the file and the tensor. Tensor data is never
-// copied unless it must be converted to bf16 (F16, F32), in which case the archive owns the copy.
+// copied unless it must be converted to bf16 (F16, F32, or BF16 data at an odd address), in which
+// case the tensor owns the copy until st_close. Tensors are kept sorted by name (st_find is a binary
+// search). "__metadata__" is allowed and ignored. A sharded index must list every tensor of every
+// shard exactly once, in the shard that holds it; shard names are plain file names in the folder.
+// Headers longer than ST_MAX_HEADER bytes are refused. Little-endian hosts only.
 #ifndef SG_SAFETENSORS_H
 #define SG_SAFETENSORS_H
 
@@ -15,6 +19,7 @@
 #include "bf16.h"
 
 #define ST_MAX_DIMS 4
+#define ST_MAX_HEADER (100u << 20) // bytes, as in the reference implementation
 
 typedef enum { ST_BF16, ST_F16, ST_F32 } st_dtype;
 
@@ -25,7 +30,8 @@ typedef struct {
     int64_t shape[ST_MAX_DIMS];
     const uint8_t *data; // inside the mapping of its file
     size_t nbytes;
-    int file; // index into st_archive.files
+    int file;       // index into st_archive.files
+    bf16 *converted; // owned bf16 copy made by st_get_bf16 when needed, else NULL
 } st_tensor;
 
 typedef struct {
@@ -36,12 +42,11 @@ typedef struct {
 } st_file;
 
 typedef struct {
+    char *source; // the folder (st_open_dir), file (st_open_file) or name (st_parse_buffer)
     st_file *files;
     int n_files;
-    st_tensor *tensors;
+    st_tensor *tensors; // sorted by name
     int n_tensors;
-    void **owned; // converted copies, freed on close
-    int n_owned;
 } st_archive;
 
 // A checkpoint folder: model.safetensors.index.json when present, else model.safetensors.
@@ -50,8 +55,11 @@ int st_open_dir(const char *dir, st_archive *out);
 int st_open_file(const char *path, st_archive *out);
 // A whole safetensors file already in memory (borrowed; must outlive the archive). For the fuzzer.
 int st_parse_buffer(const uint8_t *data, size_t size, const char *name, st_archive *out);
-// The shard index (model.safetensors.index.json) in memory: checks it and lists shard file names.
+// The shard index (model.safetensors.index.json) in memory: checks it (a JSON object with a non-empty
+// "weight_map" object of tensor name -> shard file name) and lists the distinct shard file names in
+// order of first appearance. The caller frees each name and the array with free().
 int st_parse_index(const char *json, size_t len, const char *name, char ***shards, int *n_shards);
+// Unmaps and frees everything; leaves the archive zeroed. Safe on a zeroed archive.
 void st_close(st_archive *archive);
 
 const st_tensor *st_find(const st_archive *archive, const char *name);
@@ -59,6 +67,11 @@ const st_tensor *st_find(const st_archive *archive, const char *name);
 // stored as F16 or F32). Missing tensor or wrong shape: SG_EXIT_INPUT naming the tensor.
 int st_get_bf16(st_archive *archive, const char *name, int ndim, const int64_t *shape,
                 const bf16 **out);
+// The tensor `name` converted to fp32 into out[numel] (exact for every dtype), same checks. For
+// small tensors kept in fp32 (biases).
+int st_get_f32(const st_archive *archive, const char *name, int ndim, const int64_t *shape,
+               float *out);
+size_t st_dtype_size(st_dtype dtype);
 const char *st_dtype_name(st_dtype dtype);
 
 // Writer (used by the fixture generator): tensors are written in the order added, the header with

@@ -1,0 +1,52 @@
+// cli/options.h: the shared flags of design.md §8, parsed once for every subcommand.
+//
+// Contract: cli_parse_options fills cli_options from argv (after the subcommand name); an unknown
+// flag, a missing or malformed value, or a flag the subcommand does not take is SG_EXIT_USAGE with
+// a message that names the flag. Token lists are comma-separated ids ("1,2,3").
+#ifndef SG_CLI_OPTIONS_H
+#define SG_CLI_OPTIONS_H
+
+#include <stdint.h>
+
+#include "common/config.h"
+
+#define CLI_MAX_LIST 1024
+
+typedef struct {
+    const char *fixture; // NAME or DIR
+    const char *target;
+    const char *draft;
+    int no_draft;
+    int prompt[CLI_MAX_LIST];
+    int n_prompt; // 0: the first request of the fixture's sequential workload
+    int max_new;
+    const char *backend;
+    double temperature;
+    uint64_t seed;
+    int stop[CLI_MAX_LIST];
+    int n_stop;
+    int ignore_eos;
+    int hedge_cap;
+    int hedge_positions[SG_MAX_BLOCK];
+    int n_hedge_positions;
+    int chains; // -1: the number of positions
+    float conf_threshold;
+    int has_block_layout;
+    block_layout layout;
+    const char *json;
+    int help;
+    // fixture subcommand
+    const char *set;
+    const char *out;
+    int json_stdout; // `fixture stats --json` without a file: JSON on stdout
+    int has_seed;
+    const char *positional[4];
+    int n_positional;
+} cli_options;
+
+// Flags a subcommand accepts, as a space-separated list ("--fixture --prompt ...").
+int cli_parse_options(int argc, char **argv, const char *accepted, cli_options *o);
+// Checks the hedge options against each other and the drafter (exit 2 with a message).
+int cli_check_hedge(const cli_options *o, const drafter_config *draft);
+
+#endif
