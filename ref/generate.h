@@ -2,9 +2,15 @@
 // EOS and max_new_tokens. The oracle every gate compares against.
 //
 // Contract: the prompt is prefilled in one forward; each later token is one one-row decode. The
-// first generated token comes from the prompt's last row. Generation stops after a stop id or an
-// EOS id (kept in the output), or at max_new_tokens. A NaN or Inf in a logits row is a hard error
-// (SG_EXIT_FAIL) naming the position. Sampling: common/sampler.h at the token's absolute position.
+// first generated token comes from the prompt's last row. Greedy: argmax_f32 (ties to the lowest
+// id); sampled (temperature > 0): sampler_pick at the chosen token's absolute position
+// n_prompt + i. Generation stops after a stop id (STOP_ID) or an EOS id of the target config unless
+// ignore_eos (STOP_EOS), the token kept in the output (a stop id wins when it is both), or at
+// max_new_tokens (STOP_MAX_NEW). A NaN or Inf in a logits row is a hard error: SG_EXIT_FAIL, the
+// message names the position being chosen and the token id holding it, no output is returned.
+// Bad requests are SG_EXIT_USAGE: empty prompt, prompt ids outside [0, V), max_new_tokens < 1,
+// n_prompt + max_new_tokens > max_position_embeddings, a negative or non-finite temperature, tap
+// layers outside [0, L). On failure *out is left empty (nothing to free).
 #ifndef SG_REF_GENERATE_H
 #define SG_REF_GENERATE_H
 
