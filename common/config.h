@@ -8,8 +8,19 @@
 //   attention_bias true, hidden_act other than silu, quantization_config, a missing or
 //   out-of-range required field;
 // - layout: flat schema (ids at top level) is anchor-first, nested dflash_config is anchor-drop;
-// - config_check_pair fills the default target_layer_ids when the drafter has none (z-lab rule) and
-//   reports every disagreement with the target (hidden, heads, head_dim, vocab, rope_theta, ids).
+// - required: hidden_size, num_hidden_layers, num_attention_heads, num_key_value_heads, head_dim,
+//   intermediate_size, vocab_size, max_position_embeddings (positive integers), rms_norm_eps,
+//   rope_theta (positive); heads divisible by kv heads; head_dim even. tie_word_embeddings defaults
+//   to false; eos_token_id is an int, a list (at most SG_MAX_EOS) or absent;
+// - drafter: mask_token_id and block_size required (B in 1..SG_MAX_BLOCK, >= 2 for anchor-drop);
+//   markov_rank absent/0 = no Markov head, else markov_head_type must be "vanilla";
+//   confidence_head_with_markov needs markov_rank > 0; a config with both dflash_config and
+//   top-level ids is ambiguous and refused;
+// - config_check_pair fills the default target_layer_ids when the drafter has none (z-lab rule:
+//   m = drafter layers; m = 1 gives [L / 2], else round-half-even(1 + i*(L-4)/(m-1))), and reports
+//   every disagreement with the target (hidden, heads, kv heads, head_dim, vocab, rope_theta) in
+//   one message; then ids strictly increasing and < L, mask_token_id < vocab, block size for the
+//   (possibly overridden) layout. On failure the drafter config is left unchanged.
 #ifndef SG_CONFIG_H
 #define SG_CONFIG_H
 
@@ -45,8 +56,8 @@ typedef struct {
     int block_size;      // B
     int mask_token_id;
     int target_layer_ids[SG_MAX_TAPS];
-    int n_taps; // 0 until config_check_pair fills the default when the config has no ids
-    int markov_rank;            // 0 = no Markov head (DFlash)
+    int n_taps;      // 0 until config_check_pair fills the default when the config has no ids
+    int markov_rank; // 0 = no Markov head (DFlash)
     int has_confidence_head;    // enable_confidence_head
     int confidence_with_markov; // confidence input is [h ; w1[prev]] (H + r) instead of [h] (H)
 } drafter_config;
@@ -63,6 +74,7 @@ int config_check_pair(drafter_config *draft, const qwen3_config *target);
 int drafter_num_drafts(const drafter_config *d);
 
 const char *block_layout_name(block_layout layout);
-int block_layout_parse(const char *name, block_layout *out); // "anchor-first" | "anchor-drop"
+// "anchor-first" | "anchor-drop"; anything else is SG_EXIT_USAGE (it comes from --block-layout).
+int block_layout_parse(const char *name, block_layout *out);
 
 #endif

@@ -3,8 +3,12 @@
 //
 // Contract: every tensor is bf16 in memory with the shape the config implies ([out, in] row-major);
 // a missing tensor, a wrong shape or a config the models do not implement is SG_EXIT_INPUT with a
-// message naming the folder and tensor. lm_head falls back to the embedding when tied or absent.
-// The drafter uses the target's embedding and head (its own copies are not loaded).
+// message naming the folder and tensor. lm_head: the embedding when tie_word_embeddings is true
+// (even if lm_head.weight exists), else lm_head.weight, or the embedding when that is absent.
+// The drafter uses the target's embedding and head (its own copies are not loaded); its config is
+// checked against the target's (config_check_pair) before any tensor is read, and its tensors
+// carry no "model." prefix. The confidence bias is read in fp32 from whatever dtype it is stored
+// in. On failure the model is left zeroed (nothing to free).
 #ifndef SG_MODEL_H
 #define SG_MODEL_H
 
@@ -13,17 +17,17 @@
 #include "safetensors.h"
 
 typedef struct {
-    const bf16 *input_norm;  // [H]
-    const bf16 *post_norm;   // [H]
-    const bf16 *wq;          // [nH*hd, H]
-    const bf16 *wk;          // [nKV*hd, H]
-    const bf16 *wv;          // [nKV*hd, H]
-    const bf16 *wo;          // [H, nH*hd]
-    const bf16 *q_norm;      // [hd]
-    const bf16 *k_norm;      // [hd]
-    const bf16 *w_gate;      // [I, H]
-    const bf16 *w_up;        // [I, H]
-    const bf16 *w_down;      // [H, I]
+    const bf16 *input_norm; // [H]
+    const bf16 *post_norm;  // [H]
+    const bf16 *wq;         // [nH*hd, H]
+    const bf16 *wk;         // [nKV*hd, H]
+    const bf16 *wv;         // [nKV*hd, H]
+    const bf16 *wo;         // [H, nH*hd]
+    const bf16 *q_norm;     // [hd]
+    const bf16 *k_norm;     // [hd]
+    const bf16 *w_gate;     // [I, H]
+    const bf16 *w_up;       // [I, H]
+    const bf16 *w_down;     // [H, I]
 } layer_weights;
 
 typedef struct {
@@ -44,8 +48,9 @@ typedef struct {
     layer_weights *layers;   // [cfg.arch.num_hidden_layers]
     const bf16 *markov_w1;   // [V, r] or NULL
     const bf16 *markov_w2;   // [V, r] or NULL
-    const bf16 *conf_w;      // [conf_width] or NULL; conf_width = H (+ r with confidence_with_markov)
-    float conf_b;
+    // Confidence head (NULL / 0 without one): conf_width = H (+ r with confidence_with_markov).
+    const bf16 *conf_w;      // [conf_width]
+    float conf_b;            // confidence_head.proj.bias [1], fp32
     int conf_width;
 } drafter_model;
 

@@ -65,8 +65,8 @@ static char *path_join(const char *dir, const char *name) {
 static void format_shape(char *buf, size_t size, int ndim, const int64_t *shape) {
     size_t used = (size_t)snprintf(buf, size, "[");
     for (int i = 0; i < ndim && used < size; i++)
-        used += (size_t)snprintf(buf + used, size - used, "%s%lld", i ? ", " : "",
-                                 (long long)shape[i]);
+        used +=
+            (size_t)snprintf(buf + used, size - used, "%s%lld", i ? ", " : "", (long long)shape[i]);
     if (used < size) snprintf(buf + used, size - used, "]");
 }
 
@@ -113,7 +113,7 @@ static int add_file(st_archive *a, const char *path, const uint8_t *map, size_t 
 
 // Maps `path` read-only (an empty file gets no mapping).
 static int map_file(const char *path, const uint8_t **map, size_t *size) {
-    int fd = open(path, O_RDONLY);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return sg_fail(SG_EXIT_INPUT, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -160,9 +160,12 @@ static int parse_entry(const cJSON *entry, const char *path, const uint8_t *data
     const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(entry, "dtype");
     const cJSON *shape = cJSON_GetObjectItemCaseSensitive(entry, "shape");
     const cJSON *offsets = cJSON_GetObjectItemCaseSensitive(entry, "data_offsets");
-    if (!dtype || !shape || !offsets)
+    const char *missing = !offsets ? "data_offsets" : NULL;
+    if (!shape) missing = "shape";
+    if (!dtype) missing = "dtype";
+    if (missing)
         return sg_fail(SG_EXIT_INPUT, "%s: tensor '%s': header entry lacks '%s'", path, name,
-                       !dtype ? "dtype" : !shape ? "shape" : "data_offsets");
+                       missing);
     if (!cJSON_IsString(dtype))
         return sg_fail(SG_EXIT_INPUT, "%s: tensor '%s': dtype is not a string", path, name);
     size_t esize = 0;
@@ -204,9 +207,8 @@ static int parse_entry(const cJSON *entry, const char *path, const uint8_t *data
                        "%s: tensor '%s': data_offsets must be two non-negative integers", path,
                        name);
     if (begin > end)
-        return sg_fail(SG_EXIT_INPUT,
-                       "%s: tensor '%s': data_offsets [%llu, %llu] begin after end", path, name,
-                       (unsigned long long)begin, (unsigned long long)end);
+        return sg_fail(SG_EXIT_INPUT, "%s: tensor '%s': data_offsets [%llu, %llu] begin after end",
+                       path, name, (unsigned long long)begin, (unsigned long long)end);
     if (end > size)
         return sg_fail(SG_EXIT_INPUT,
                        "%s: tensor '%s': data_offsets [%llu, %llu] run past the data section "
@@ -372,8 +374,9 @@ static int parse_index(const char *json, size_t len, const char *name, cJSON **r
     if (!cJSON_IsObject(r))
         status = sg_fail(SG_EXIT_INPUT, "%s: not a JSON object", name);
     else if (!cJSON_IsObject(map))
-        status = sg_fail(SG_EXIT_INPUT,
-                         "%s: needs a \"weight_map\" object (tensor name -> shard file name)", name);
+        status =
+            sg_fail(SG_EXIT_INPUT,
+                    "%s: needs a \"weight_map\" object (tensor name -> shard file name)", name);
     else if (!map->child)
         status = sg_fail(SG_EXIT_INPUT, "%s: \"weight_map\" is empty", name);
     if (status != SG_OK) {
@@ -433,9 +436,9 @@ static int check_weight_map(const st_archive *a, const char *index_path, const c
                              "%s: weight_map puts tensor '%s' in %s, but no shard holds it",
                              index_path, e->string, e->valuestring);
         else if (t->file != file)
-            status = sg_fail(SG_EXIT_INPUT,
-                             "%s: weight_map puts tensor '%s' in %s, but it is in %s", index_path,
-                             e->string, e->valuestring, a->files[t->file].path);
+            status =
+                sg_fail(SG_EXIT_INPUT, "%s: weight_map puts tensor '%s' in %s, but it is in %s",
+                        index_path, e->string, e->valuestring, a->files[t->file].path);
         else if (listed[t - a->tensors])
             status = sg_fail(SG_EXIT_INPUT, "%s: weight_map lists tensor '%s' twice", index_path,
                              e->string);
@@ -458,8 +461,8 @@ static int open_sharded(const char *dir, const char *index_path, st_archive *out
     const cJSON *weight_map;
     char **shards;
     int n_shards;
-    int status = parse_index((const char *)map, size, index_path, &root, &weight_map, &shards,
-                             &n_shards);
+    int status =
+        parse_index((const char *)map, size, index_path, &root, &weight_map, &shards, &n_shards);
     if (map) munmap((void *)map, size);
     SG_TRY(status);
     for (int i = 0; i < n_shards && status == SG_OK; i++) {
@@ -499,8 +502,8 @@ int st_open_dir(const char *dir, st_archive *out) {
         if (status == SG_OK) status = parse_file(out, fi);
         if (status == SG_OK) status = sort_and_check_names(out);
     } else {
-        status = sg_fail(SG_EXIT_INPUT, "%s: has neither %s nor %s", dir, ST_INDEX_NAME,
-                         ST_SINGLE_NAME);
+        status =
+            sg_fail(SG_EXIT_INPUT, "%s: has neither %s nor %s", dir, ST_INDEX_NAME, ST_SINGLE_NAME);
     }
     free(index_path);
     free(single_path);
@@ -551,8 +554,7 @@ static float element_f32(const st_tensor *t, size_t i) {
     return t->dtype == ST_F16 ? f16_to_f32(h) : bf16_to_f32(h);
 }
 
-int st_get_bf16(st_archive *a, const char *name, int ndim, const int64_t *shape,
-                const bf16 **out) {
+int st_get_bf16(st_archive *a, const char *name, int ndim, const int64_t *shape, const bf16 **out) {
     const st_tensor *found;
     SG_TRY(find_checked(a, name, ndim, shape, &found));
     st_tensor *t = &a->tensors[found - a->tensors];
@@ -711,8 +713,8 @@ static int write_text(const char *path, const char *text) {
 }
 
 int st_writer_save_dir(const st_writer *w, const char *dir, int n_shards) {
-    SG_CHECK(n_shards >= 1 && (n_shards == 1 || n_shards <= w->n),
-             "%d shards for %d tensors", n_shards, w->n);
+    SG_CHECK(n_shards >= 1 && (n_shards == 1 || n_shards <= w->n), "%d shards for %d tensors",
+             n_shards, w->n);
     char *index_path = path_join(dir, ST_INDEX_NAME);
     int status = SG_OK;
     if (n_shards == 1) {

@@ -6,10 +6,10 @@
 // header length inside the file. Every index entry must name an existing shard holding the tensor.
 // Failures return SG_EXIT_INPUT with a message naming the file and the tensor. Tensor data is never
 // copied unless it must be converted to bf16 (F16, F32, or BF16 data at an odd address), in which
-// case the tensor owns the copy until st_close. Tensors are kept sorted by name (st_find is a binary
-// search). "__metadata__" is allowed and ignored. A sharded index must list every tensor of every
-// shard exactly once, in the shard that holds it; shard names are plain file names in the folder.
-// Headers longer than ST_MAX_HEADER bytes are refused. Little-endian hosts only.
+// case the tensor owns the copy until st_close. Tensors are kept sorted by name (st_find is a
+// binary search). "__metadata__" is allowed and ignored. A sharded index must list every tensor of
+// every shard exactly once, in the shard that holds it; shard names are plain file names in the
+// folder. Headers longer than ST_MAX_HEADER bytes are refused. Little-endian hosts only.
 #ifndef SG_SAFETENSORS_H
 #define SG_SAFETENSORS_H
 
@@ -30,7 +30,7 @@ typedef struct {
     int64_t shape[ST_MAX_DIMS];
     const uint8_t *data; // inside the mapping of its file
     size_t nbytes;
-    int file;       // index into st_archive.files
+    int file;        // index into st_archive.files
     bf16 *converted; // owned bf16 copy made by st_get_bf16 when needed, else NULL
 } st_tensor;
 
@@ -55,9 +55,9 @@ int st_open_dir(const char *dir, st_archive *out);
 int st_open_file(const char *path, st_archive *out);
 // A whole safetensors file already in memory (borrowed; must outlive the archive). For the fuzzer.
 int st_parse_buffer(const uint8_t *data, size_t size, const char *name, st_archive *out);
-// The shard index (model.safetensors.index.json) in memory: checks it (a JSON object with a non-empty
-// "weight_map" object of tensor name -> shard file name) and lists the distinct shard file names in
-// order of first appearance. The caller frees each name and the array with free().
+// The shard index (model.safetensors.index.json) in memory: checks it (a JSON object with a
+// non-empty "weight_map" object of tensor name -> shard file name) and lists the distinct shard
+// file names in order of first appearance. The caller frees each name and the array with free().
 int st_parse_index(const char *json, size_t len, const char *name, char ***shards, int *n_shards);
 // Unmaps and frees everything; leaves the archive zeroed. Safe on a zeroed archive.
 void st_close(st_archive *archive);
