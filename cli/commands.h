@@ -4,8 +4,21 @@
 #ifndef SG_CLI_COMMANDS_H
 #define SG_CLI_COMMANDS_H
 
+#include "cli/options.h"
+#include "engine/engine.h"
+
 int cmd_generate(int argc, char **argv);
 int cmd_fixture(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+
+// Engine flags and options (cli/run.c), shared by `run` and `generate --backend cpu`.
+// Takes the engine-only flags (--page-size, --pool-pages, --max-spans, --max-rows,
+// --hedge-auto) out of argv into o (argc shrinks); SG_EXIT_USAGE on a bad value.
+int cli_engine_flags(int *argc, char **argv, engine_options *o);
+// The shared hedge flags into o, checked against the drafter (exit 2 with a message).
+int cli_engine_options(const cli_options *c, const drafter_config *draft, engine_options *o);
+// The engine backend named by --backend (NULL: cpu); cuda is SG_EXIT_NO_GPU until it is built.
+int cli_engine_backend(const char *name, sg_backend **out);
 
 // Prints "sparkgate: <message>" for the current error and returns status.
 int cli_report(int status);

@@ -13,6 +13,7 @@ typedef struct {
 
 static const command commands[] = {
     {"generate", cmd_generate, "decode a prompt with the reference decoder; with a drafter, the simulated speculation counters"},
+    {"run", cmd_run, "decode a workload with the hedged speculative decoder (engine); tokens, counters, digests"},
     {"fixture", cmd_fixture, "make fixtures (planted checkpoints) and print their statistics"},
 };
 

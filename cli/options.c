@@ -41,7 +41,7 @@ static int parse_list(const char *flag, const char *text, int *ids, int capacity
                            flag, capacity, text);
         memcpy(item, p, len);
         item[len] = 0;
-        long v;
+        long v = 0;
         SG_TRY(parse_long(flag, item, 0, 1000000000, &v));
         ids[(*n)++] = (int)v;
         p += len;
@@ -82,13 +82,13 @@ int cli_parse_options(int argc, char **argv, const char *accepted, cli_options *
         if (strcmp(flag, "--no-draft") == 0) { o->no_draft = 1; continue; }
         if (strcmp(flag, "--ignore-eos") == 0) { o->ignore_eos = 1; continue; }
         if (strcmp(flag, "--json") == 0 && (i + 1 == argc || argv[i + 1][0] == '-') &&
-            accepts(accepted, "--json-stdout")) {
+            accepts(accepted, "[json-optional]")) {
             o->json_stdout = 1;
             continue;
         }
         if (i + 1 == argc) return sg_fail(SG_EXIT_USAGE, "%s needs a value", flag);
         const char *value = argv[++i];
-        long v;
+        long v = 0;
         double d;
         if (strcmp(flag, "--fixture") == 0) o->fixture = value;
         else if (strcmp(flag, "--target") == 0) o->target = value;

@@ -44,7 +44,8 @@ typedef struct {
     int n_positional;
 } cli_options;
 
-// Flags a subcommand accepts, as a space-separated list ("--fixture --prompt ...").
+// Flags a subcommand accepts, as a space-separated list ("--fixture --prompt ..."); the token
+// "[json-optional]" lets --json stand without a value (JSON on stdout).
 int cli_parse_options(int argc, char **argv, const char *accepted, cli_options *o);
 // Checks the hedge options against each other and the drafter (exit 2 with a message).
 int cli_check_hedge(const cli_options *o, const drafter_config *draft);

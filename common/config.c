@@ -141,7 +141,7 @@ static int parse_arch(const cJSON *root, const char *name, qwen3_config *c) {
     if (c->head_dim % 2 != 0)
         return sg_fail(SG_EXIT_INPUT, "%s: head_dim %d is odd; rotate-half RoPE needs it even",
                        name, c->head_dim);
-    double eps;
+    double eps = 0;
     SG_TRY(read_positive(root, "rms_norm_eps", name, &eps));
     c->rms_norm_eps = (float)eps;
     if (!(c->rms_norm_eps > 0) || !isfinite(c->rms_norm_eps))
@@ -150,7 +150,7 @@ static int parse_arch(const cJSON *root, const char *name, qwen3_config *c) {
     SG_TRY(read_bool(root, "tie_word_embeddings", name, 0, &c->tie_word_embeddings));
     SG_TRY(read_eos(root, name, c));
 
-    int flag;
+    int flag = 0;
     SG_TRY(read_bool(root, "use_sliding_window", name, 0, &flag));
     if (flag)
         return sg_fail(SG_EXIT_INPUT,
@@ -250,7 +250,7 @@ static int parse_drafter_fields(const cJSON *root, const char *name, drafter_con
                        "%s: markov_head_type is %s; sparkgate implements the \"vanilla\" Markov "
                        "head only",
                        name, cJSON_IsString(type) ? type->valuestring : "not a string");
-    int with_markov;
+    int with_markov = 0;
     SG_TRY(read_bool(root, "enable_confidence_head", name, 0, &d->has_confidence_head));
     SG_TRY(read_bool(root, "confidence_head_with_markov", name, 0, &with_markov));
     d->confidence_with_markov = d->has_confidence_head && with_markov;

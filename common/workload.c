@@ -60,7 +60,7 @@ static int parse_request(const cJSON *req, int index, const char *name, int voca
     strcpy(r->id, id->valuestring);
     snprintf(where, sizeof where, "%s: request \"%s\"", name, r->id);
 
-    long long v;
+    long long v = 0;
     SG_TRY(read_ids(req, "prompt", vocab, 1, &r->prompt, &r->n_prompt, where));
     SG_TRY(read_ids(req, "stop", vocab, 0, &r->stop, &r->n_stop, where));
     SG_TRY(read_int(req, "max_new_tokens", 1, 1 << 24, -1, &v, where));

@@ -115,7 +115,8 @@ struct sg_backend {
     //   prev = tokens[c][k];  bias[v] = bf16(Σ_j w2[v][j]·w1[prev][j])  (fp32, gemm's order);
     //   score[v] = U[u_row[i] + k][v] + bias[v]  (fp32);  U [*, V] rows of base logits;
     //   top-2 of score → top_ids/top_vals [n_chains, tok_stride - 1, 2] at (c, k);
-    //   tokens[c][k+1] = top-1 (-1 when the score row holds a NaN or Inf).
+    //   tokens[c][k+1] = top-1 (-1 when the score row holds a NaN or Inf; a prev of -1 gives
+    //   -1 ids without reading w1, so a chain marked by an earlier NaN stays marked).
     // r == 0 (no Markov head; w1, w2 NULL): score = U row itself.
     void (*markov_step)(void *ctx, const float *U, int V, const bf16 *w1, const bf16 *w2, int r,
                         int rows, const int32_t *chain_row, const int32_t *u_row,

@@ -344,13 +344,18 @@ static void cpu_markov_step(void *vctx, const float *U, int V, const bf16 *w1, c
         int32_t *tok = tokens + (size_t)chain_row[i] * tok_stride;
         const float *u = U + (size_t)(u_row[i] + k) * V;
         const float *score = u;
+        size_t at = ((size_t)chain_row[i] * (tok_stride - 1) + k) * 2;
+        if (tok[k] < 0) { // an earlier NaN / Inf: the chain stays marked
+            top_ids[at] = top_ids[at + 1] = tok[k + 1] = -1;
+            if (top_vals) top_vals[at] = top_vals[at + 1] = NAN;
+            continue;
+        }
         if (r > 0) {
-            SG_CHECK(tok[k] >= 0 && tok[k] < V, "markov prev token %d", tok[k]);
+            SG_CHECK(tok[k] < V, "markov prev token %d", tok[k]);
             cpu_gemm(vctx, w1 + (size_t)tok[k] * r, 1, r, w2, V, c->bias, 0);
             for (int v = 0; v < V; v++) c->score_row[v] = u[v] + bf16_to_f32(c->bias[v]);
             score = c->score_row;
         }
-        size_t at = ((size_t)chain_row[i] * (tok_stride - 1) + k) * 2;
         int32_t id[2];
         float val[2];
         if (!top2_row(score, V, id, val)) {

@@ -1,0 +1,126 @@
+// engine/engine.h: the hedged speculative decoder's public API (design.md §5, §7, §8;
+// dspark-spec.md §4-5): an engine over a backend, a target and an optional drafter; requests are
+// submitted, the engine is stepped (one iteration: admission, prefill, one speculative round over
+// the running batch) or run to completion; each request's tokens, counters, digests and status
+// are read back.
+//
+// Contract.
+// - Admission (engine/scheduler.c). A request arrives at iteration arrival_step and joins the
+//   waiting queue (arrival order, ties by submission order). The queue is admitted first-come
+//   first-served: a request is REJECTED with a reason when it fails the draft-headroom rule
+//   (prompt + max_new_tokens + B <= the drafter's and the target's max_position_embeddings; B = 0
+//   without a drafter) or when its worst-case KV pages (kv_pages.h) exceed the whole pool;
+//   otherwise it reserves them (in the target's and the drafter's pool) or, when they are not free
+//   now or no batch slot is, it waits (and so does everything queued behind it). Batch order =
+//   admission order. An admitted request is prefilled in the same iteration (prompts packed into
+//   forwards of at most max_rows rows, long ones chunked) and its first token taken from the last
+//   prompt row; it then takes part in every round until it stops (a stop id or an EOS id of the
+//   target config unless ignore_eos, the token kept, or max_new_tokens), when its pages return.
+// - Rounds (engine/round.c, engine/draft.c), exactly dspark-spec.md §4-5: greedy requests with a
+//   drafter speculate (chain A, confidence cut, clamp to remaining - 1 drafts, hedge ladders for
+//   the selected requests); sampled requests and plain decoding (no drafter, or options.plain)
+//   verify a span of one row and pick with common/sampler.h at the token's absolute position. One
+//   verify forward holds all chain-A spans in batch order, then the chain spans. The number of
+//   hedged requests per round is min(H_cap, eligible, ⌊(max_spans − N)/C⌋, ⌊(max_rows − rows of
+//   the A spans)/(C·(B+1))⌋, ⌊scratch_pages/(C·pages_per_chain)⌋), so chains_dropped_capacity is
+//   always 0.
+// - Numerics: the backend's (design.md §3). Every committed position gets the 64-bit digest
+//   (be_digest) of the fp32 target logits row that chose it and of the tap row of the position
+//   that produced that row (the input row; 0 without taps). Plain, unhedged and hedged runs give
+//   the same tokens and digests; a request decoded alone gives the counters of ref_simulate.
+// - A NaN or Inf in a target logits row or in the drafter's scores is a hard error: engine_step
+//   returns SG_EXIT_FAIL naming the request and position, and the engine refuses further steps.
+// - Determinism: the same inputs and options give the same tokens, digests and counters (with
+//   hedge_auto, only with a deterministic injected clock).
+#ifndef SG_ENGINE_ENGINE_H
+#define SG_ENGINE_ENGINE_H
+
+#include <stdint.h>
+
+#include "auto_controller.h"
+#include "backend.h"
+#include "common/counters.h"
+#include "common/model.h"
+#include "common/workload.h"
+
+#define ENGINE_MAX_POSITIONS 16
+#define ENGINE_DEFAULT_PAGE_SIZE 16
+#define ENGINE_DEFAULT_MAX_SPANS 256
+#define ENGINE_DEFAULT_MAX_ROWS 512
+
+typedef struct {
+    int plain;      // 1: never draft (one token per round) even with a drafter (its taps recorded)
+    int hedge_cap;  // H_cap: 0 = off, at most 64 (needs a Markov head)
+    int positions[ENGINE_MAX_POSITIONS]; // P: strictly increasing, each < drafts per round
+    int n_positions;                     // 0 means the default P = [0]
+    int chains;          // C, -1 = n_positions (ignored with hedge_auto)
+    int hedge_auto;      // choose C per round with the auto controller
+    ac_clock_fn clock;   // auto controller clock (NULL: CLOCK_MONOTONIC)
+    void *clock_ctx;
+    int page_size;       // 0 = 16
+    int pool_pages;      // 0 = enough for max_seqs sequences of the models' max positions
+    int max_spans;       // verify spans per round, 0 = 256
+    int max_rows;        // rows per target forward (and drafter forward), 0 = 512
+    int max_seqs;        // requests running at once, 0 = min(max_spans, max_rows / (B + 1), 64)
+    int scratch_pages;   // hedge scratch pages, 0 = H_cap·|P|·pages_per_chain
+    double conf_threshold; // 0 = off; drafts cut at the first c_k below it (needs the head)
+    int layout;          // -1 = the drafter config's; else a block_layout (the override)
+} engine_options;
+
+// Fills the defaults above (all zero except chains = -1, layout = -1, P = [0]).
+void engine_options_default(engine_options *o);
+
+typedef enum {
+    ENGINE_QUEUED,   // submitted, not admitted yet (not arrived, or waiting for pages / a slot)
+    ENGINE_RUNNING,
+    ENGINE_DONE,
+    ENGINE_REJECTED, // refused at admission; reason says why
+} engine_req_status;
+
+typedef enum { ENGINE_STOP_NONE, ENGINE_STOP_MAX_NEW, ENGINE_STOP_ID, ENGINE_STOP_EOS } engine_stop;
+
+typedef struct {
+    engine_req_status status;
+    char reason[256];       // for REJECTED
+    engine_stop stop;
+    int n_generated;
+    const int *tokens;      // [n_generated] generated ids
+    const uint64_t *digest_logits; // [n_generated]: the logits row that chose each token
+    const uint64_t *digest_taps;   // [n_generated]: the tap row of the position before it
+    spec_counters counters;
+    int admitted_step;      // iteration of admission (-1 if never)
+    int waited;             // 1 when it had to wait for pages or a slot
+} engine_result;
+
+typedef struct sg_engine sg_engine;
+
+// drafter may be NULL (plain decoding). The engine keeps pointers to the models (they must outlive
+// it). Bad options: SG_EXIT_USAGE naming the option; device out of memory: SG_EXIT_USAGE.
+int engine_create(const sg_backend *be, const target_model *target, const drafter_model *drafter,
+                  const engine_options *o, sg_engine **out);
+void engine_destroy(sg_engine *e);
+
+// Copies the request (prompt and stop ids); returns its index through *index (submission order).
+// A request with ids outside the vocabulary, an empty prompt or max_new_tokens < 1 is
+// SG_EXIT_USAGE (nothing is submitted).
+int engine_submit(sg_engine *e, const sg_request *r, int *index);
+// One iteration. SG_OK, or an error (NaN/Inf: SG_EXIT_FAIL) after which the engine is dead.
+int engine_step(sg_engine *e);
+// Steps until every submitted request is DONE or REJECTED.
+int engine_run(sg_engine *e);
+int engine_finished(const sg_engine *e);
+int engine_steps(const sg_engine *e); // iterations so far
+
+int engine_n_requests(const sg_engine *e);
+// The view stays valid until the next submit or destroy.
+void engine_result_of(const sg_engine *e, int index, engine_result *out);
+// One 64-bit digest over a request's positions (its logits and tap digests in order).
+uint64_t engine_digest_summary(const engine_result *r);
+// Sum of the counters of every request.
+void engine_counters_total(const sg_engine *e, spec_counters *out);
+// SG_OK when the KV pools are whole (no live sequence, no leaked page): call after engine_run.
+int engine_check_pools(const sg_engine *e);
+// The auto controller (NULL without hedge_auto).
+const auto_controller *engine_auto(const sg_engine *e);
+
+#endif

@@ -1,0 +1,103 @@
+// engine/engine_internal.h: the engine's state, shared by its units (engine.c: API and setup;
+// scheduler.c: admission, prefill, iterations; draft.c: drafting, ladders, confidence; round.c:
+// the verify round, acceptance, winner, commit). Not a public header.
+#ifndef SG_ENGINE_ENGINE_INTERNAL_H
+#define SG_ENGINE_ENGINE_INTERNAL_H
+
+#include "engine.h"
+#include "forward.h"
+#include "kv_pages.h"
+
+typedef struct {
+    sg_request req;     // owned copies of prompt and stop
+    engine_req_status status;
+    int arrived;        // in the queue (or past it)
+    char reason[256];
+    engine_stop stop;
+    int admit_order;    // batch order
+    int admitted_step;
+    int waited;
+    int seq;            // slot in the target's and the drafter's page pools
+    int *tokens;        // [n_prompt + max_new_tokens]: prompt then generated
+    int n_generated;
+    uint64_t *dig_logits, *dig_taps; // [max_new_tokens]
+    spec_counters counters;
+    // Drafter state.
+    int draft_len;      // context positions the drafter has ingested
+    bf16 *pending;      // device [pending_cap, tap_w]: tap rows of positions draft_len ..
+    int n_pending;
+    int pending_cap;
+} eng_req;
+
+// Per-round drafting output for one drafting request (draft.c → round.c).
+typedef struct {
+    int req;            // request index
+    int len;            // chain A's drafts after confidence cut and clamp
+    int hedged;         // ladders built for it
+    int chain0;         // its first ladder's chain row (ladder j at chain0 + j)
+} eng_draft_req;
+
+struct sg_engine {
+    const sg_backend *be;
+    engine_options o;
+    const target_model *tm;
+    const drafter_model *dm; // NULL: plain decoding only
+    fwd_target t;
+    fwd_drafter d;
+    int speculate;           // drafter present and not plain
+    int B, n_drafts, first_row; // block size, drafts per round, U row of draft 0
+    int V, H, tap_w;         // tap_w = n_taps·H (0 without a drafter)
+    int n_chains;            // C of the current round
+    int chain_slots;         // hedge chain slots (scratch_pages / pages_per_chain)
+    kv_pages kp, dkp;        // target and drafter page pools (reserved in tandem)
+    kv_cache kc, dkc;
+    fwd_work tw, dw;
+    // Device buffers.
+    float *logits;           // [max_rows, V]
+    bf16 *taps;              // [max_rows, tap_w]
+    int32_t *ids;            // [max_rows]
+    uint64_t *dig;           // [2, max_rows]: logits then taps
+    bf16 *ctx_taps;          // [max_rows, tap_w] drafter context rows
+    float *U;                // [max_seqs·B, V]
+    bf16 *hidden;            // [max_seqs·B, H]
+    int32_t *chain_tok;      // [max_chains, B+1]
+    int32_t *top_ids;        // [max_chains, B, 2]
+    int32_t *mk;             // [6, max_chains] Markov loop index arrays
+    int max_chains;          // max_seqs + chain_slots
+    // Requests.
+    eng_req *reqs;
+    int n_reqs, cap_reqs;
+    int *running;            // request indices in batch (admission) order
+    int n_running;
+    int *queue;              // arrived, waiting for admission, in order
+    int n_queue;
+    int admit_counter;
+    int step;
+    int dead;                // a hard error happened
+    auto_controller ac;
+};
+
+// scheduler.c
+int eng_admit(sg_engine *e);   // admission of arrived requests; rejects; reserves
+int eng_prefill(sg_engine *e, const int *reqs, int n); // first tokens of newly admitted requests
+void eng_finish(sg_engine *e, int req); // DONE: releases pages and pending taps
+// round.c
+int eng_round(sg_engine *e);
+// Appends a token chosen by a logits row with digests; sets stop when it ends the request.
+// Returns 1 when the request is finished.
+int eng_commit_token(sg_engine *e, eng_req *r, int token, uint64_t dig_logits, uint64_t dig_taps);
+int eng_is_stop(const sg_engine *e, const eng_req *r, int token, engine_stop *why);
+// draft.c: drafts chain A for reqs[0 .. n) (greedy requests with at least one draft left after
+// the clamp; their pending context is ingested first) and, for those with hedge[i], C =
+// e->n_chains ladders; fills out[n] and the host chain matrix host_tok [max_chains, B+1]
+// (row i: chain A of reqs[i]; ladders from row n on). SG_EXIT_FAIL on NaN / Inf scores.
+int eng_draft(sg_engine *e, const int *reqs, const int *hedge, int n, eng_draft_req *out,
+              int32_t *host_tok);
+// Appends n tap rows (device, contiguous) to a request's pending drafter context.
+void eng_push_pending(sg_engine *e, eng_req *r, const bf16 *rows, int n);
+
+static inline int eng_min(int a, int b) { return a < b ? a : b; }
+static inline int eng_remaining(const eng_req *r) { return r->req.max_new_tokens - r->n_generated; }
+static inline int eng_anchor_pos(const eng_req *r) { return r->req.n_prompt + r->n_generated - 1; }
+
+#endif

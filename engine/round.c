@@ -1,0 +1,292 @@
+// engine/round.c: one speculative round over the running batch (dspark-spec.md §4-5): hedge
+// selection within the verify capacity, drafting (draft.c), one verify forward over all chain-A
+// spans in batch order and then the chain spans (scratch pages, first partial page copied in),
+// dedup of chains equal to A or an earlier chain, acceptance per span, stop truncation per
+// candidate before the winner is chosen (strictly longer wins; ties keep A, then the earlier
+// chain), copy-back of a winning chain's pages, commit of tokens and digests, the drafter context
+// update and the KV commit; counters by counters_book_round.
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "common/sampler.h"
+#include "engine_internal.h"
+
+int eng_is_stop(const sg_engine *e, const eng_req *r, int token, engine_stop *why) {
+    for (int i = 0; i < r->req.n_stop; i++)
+        if (r->req.stop[i] == token) {
+            if (why) *why = ENGINE_STOP_ID;
+            return 1;
+        }
+    const qwen3_config *c = &e->tm->cfg;
+    for (int i = 0; !r->req.ignore_eos && i < c->n_eos; i++)
+        if (c->eos_ids[i] == token) {
+            if (why) *why = ENGINE_STOP_EOS;
+            return 1;
+        }
+    return 0;
+}
+
+int eng_commit_token(sg_engine *e, eng_req *r, int token, uint64_t dig_logits, uint64_t dig_taps) {
+    SG_CHECK(r->n_generated < r->req.max_new_tokens, "request %s past max_new_tokens", r->req.id);
+    r->dig_logits[r->n_generated] = dig_logits;
+    r->dig_taps[r->n_generated] = dig_taps;
+    r->tokens[r->req.n_prompt + r->n_generated++] = token;
+    engine_stop why;
+    if (eng_is_stop(e, r, token, &why)) r->stop = why;
+    else if (r->n_generated == r->req.max_new_tokens) r->stop = ENGINE_STOP_MAX_NEW;
+    return r->stop != ENGINE_STOP_NONE;
+}
+
+// One verified span of a request: chain A (chain -1) or ladder j, `len` drafts after the anchor.
+typedef struct {
+    int req;    // request index
+    int row;    // first row in the verify batch
+    int len;    // drafts (rows = len + 1)
+    int chain;  // -1: chain A; else the ladder index j
+    int slot;   // chain slot (ladders)
+    const int32_t *drafts; // [len]
+} span;
+
+// The candidate of a span: accepted drafts n, then the bonus token, cut after the first stop token
+// and at the request's remaining budget. Returns retained; *n_acc = n.
+static int candidate(const sg_engine *e, const eng_req *r, const span *s, const int32_t *ids,
+                     int *n_acc) {
+    int n = 0;
+    while (n < s->len && s->drafts[n] == ids[s->row + n]) n++;
+    *n_acc = n;
+    int retained = eng_min(n + 1, eng_remaining(r));
+    for (int k = 0; k < retained; k++)
+        if (eng_is_stop(e, r, k < n ? s->drafts[k] : ids[s->row + n], NULL)) return k + 1;
+    return retained;
+}
+
+// Hedge selection (dspark-spec.md §5.1, §5.3): eligible greedy requests in batch order, at most
+// min(H_cap, ⌊(max_spans − N)/C⌋, ⌊(max_rows − rows_a)/(C·(B+1))⌋, ⌊slots/C⌋).
+static int select_hedged(const sg_engine *e, const int *dreq, int n_draft, int n_spans,
+                         int rows_a, int *hedge) {
+    int C = e->n_chains;
+    memset(hedge, 0, (size_t)(n_draft > 0 ? n_draft : 1) * sizeof *hedge);
+    if (C == 0 || e->o.hedge_cap == 0) return 0;
+    int limit = e->o.hedge_cap;
+    limit = eng_min(limit, (e->o.max_spans - n_spans) / C);
+    limit = eng_min(limit, (e->o.max_rows - rows_a) / (C * (e->B + 1)));
+    limit = eng_min(limit, e->chain_slots / C);
+    int n = 0;
+    for (int i = 0; i < n_draft && n < limit; i++) {
+        const eng_req *r = &e->reqs[dreq[i]];
+        int rem = eng_remaining(r);
+        if (rem >= 2 && e->o.positions[0] < eng_min(e->n_drafts, rem - 1)) {
+            hedge[i] = 1;
+            n++;
+        }
+    }
+    return n;
+}
+
+typedef struct {
+    int n_run, n_draft, rows, n_spans;
+    int *run;             // running requests (batch order)
+    int *dreq, *hedge;    // drafting requests, hedge flags
+    eng_draft_req *drafts;
+    int32_t *host_tok;    // [max_chains, B+1]
+    span *spans;          // A spans (n_run) then chain spans
+    int32_t *tok, *pos, *tab; // verify batch [max_rows]
+    int32_t *ids;
+    uint64_t *dl, *dt;
+} round_state;
+
+static void round_free(round_state *s) {
+    void *all[] = {s->run, s->dreq, s->hedge, s->drafts, s->host_tok, s->spans, s->tok, s->pos,
+                   s->tab, s->ids, s->dl, s->dt};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]);
+}
+
+static void add_rows(round_state *s, const eng_req *r, span *sp, int row_table) {
+    int p = eng_anchor_pos(r);
+    sp->row = s->rows;
+    for (int k = 0; k <= sp->len; k++, s->rows++) {
+        s->tok[s->rows] = k == 0 ? r->tokens[p] : sp->drafts[k - 1];
+        s->pos[s->rows] = p + k;
+        s->tab[s->rows] = row_table;
+    }
+}
+
+// Builds the verify batch: A spans in batch order, then the non-duplicate chain spans (their
+// tables and first-page copies made ready). Counts built and deduped chains.
+static void build_batch(sg_engine *e, round_state *s) {
+    int W = e->B + 1, d = 0;
+    for (int i = 0; i < s->n_run; i++) {
+        const eng_req *r = &e->reqs[s->run[i]];
+        span *sp = &s->spans[s->n_spans++];
+        *sp = (span){.req = s->run[i], .chain = -1};
+        if (d < s->n_draft && s->dreq[d] == s->run[i]) {
+            sp->len = s->drafts[d].len;
+            sp->drafts = s->host_tok + (size_t)d * W + 1;
+            d++;
+        }
+        add_rows(s, r, sp, r->seq);
+    }
+    int slot = 0, n_copy = 0;
+    int32_t *src = sg_calloc((size_t)e->chain_slots + 1, sizeof *src);
+    int32_t *dst = sg_calloc((size_t)e->chain_slots + 1, sizeof *dst);
+    int32_t *table = sg_calloc((size_t)e->kp.table_stride, sizeof *table);
+    for (int i = 0; i < s->n_draft; i++) {
+        const eng_draft_req *dr = &s->drafts[i];
+        eng_req *r = &e->reqs[dr->req];
+        const int32_t *a = s->host_tok + (size_t)i * W + 1;
+        size_t bytes = (size_t)dr->len * sizeof(int32_t);
+        int first_chain = s->n_spans;
+        for (int j = 0; j < dr->hedged; j++) {
+            const int32_t *c = s->host_tok + (size_t)(dr->chain0 + j) * W + 1;
+            int dup = memcmp(c, a, bytes) == 0;
+            for (int k = first_chain; k < s->n_spans && !dup; k++)
+                dup = memcmp(c, s->spans[k].drafts, bytes) == 0;
+            r->counters.chains_built++;
+            if (dup) {
+                r->counters.chains_deduped++;
+                continue;
+            }
+            span *sp = &s->spans[s->n_spans++];
+            *sp = (span){.req = dr->req, .len = dr->len, .chain = j, .slot = slot++, .drafts = c};
+            int p = eng_anchor_pos(r);
+            n_copy += kv_pages_chain_table(&e->kp, r->seq, sp->slot, p, dr->len + 1, table,
+                                           src + n_copy, dst + n_copy);
+            kv_cache_upload_chain_table(&e->kc, sp->slot, table);
+            add_rows(s, r, sp, e->o.max_seqs + sp->slot);
+        }
+    }
+    kv_cache_copy_pages(&e->kc, src, dst, n_copy);
+    free(src);
+    free(dst);
+    free(table);
+}
+
+static int verify(sg_engine *e, round_state *s) {
+    const sg_backend *be = e->be;
+    fwd_batch b;
+    fwd_stage_target(&e->tw, s->rows, s->tok, s->pos, s->tab, s->rows, NULL, &b);
+    fwd_target_forward(&e->t, &e->tw, &e->kc, &b, e->logits, e->tap_w ? e->taps : NULL);
+    be->argmax(be->ctx, e->logits, s->rows, e->V, (size_t)e->V, e->ids);
+    be->digest(be->ctx, e->logits, s->rows, e->V, 4, (size_t)e->V * sizeof(float), e->dig);
+    if (e->tap_w)
+        be->digest(be->ctx, e->taps, s->rows, e->tap_w, 2, (size_t)e->tap_w * sizeof(bf16),
+                   e->dig + e->o.max_rows);
+    be->download(be->ctx, s->ids, e->ids, (size_t)s->rows * sizeof *s->ids);
+    be->download(be->ctx, s->dl, e->dig, (size_t)s->rows * sizeof *s->dl);
+    if (e->tap_w)
+        be->download(be->ctx, s->dt, e->dig + e->o.max_rows, (size_t)s->rows * sizeof *s->dt);
+    for (int i = 0; i < s->rows; i++)
+        if (s->ids[i] < 0) {
+            int k = 0;
+            while (!(s->spans[k].row <= i && i <= s->spans[k].row + s->spans[k].len)) k++;
+            return sg_fail(SG_EXIT_FAIL, "request %s: the target logits row at position %d "
+                           "(choosing the token at %d%s) holds a NaN or Inf",
+                           e->reqs[s->spans[k].req].req.id, s->pos[i], s->pos[i] + 1,
+                           s->spans[k].chain >= 0 ? ", hedge chain span" : "");
+        }
+    // Sampled requests pick from their one row with the shared sampler.
+    float *row = NULL;
+    for (int k = 0; k < s->n_run; k++) {
+        const eng_req *r = &e->reqs[s->spans[k].req];
+        if (r->req.temperature == 0.0) continue;
+        if (!row) row = sg_calloc((size_t)e->V, sizeof *row);
+        int at = s->spans[k].row;
+        be->download(be->ctx, row, e->logits + (size_t)at * e->V, (size_t)e->V * sizeof *row);
+        s->ids[at] = sampler_pick(row, e->V, r->req.temperature, r->req.seed, s->pos[at] + 1);
+    }
+    free(row);
+    return SG_OK;
+}
+
+// Accepts every span of request k's group, picks the winner, commits. Returns tokens committed.
+static int accept_request(sg_engine *e, round_state *s, int k, int first_chain, int n_chain) {
+    const span *a = &s->spans[k];
+    eng_req *r = &e->reqs[a->req];
+    const span *win = a;
+    int n_win, best = candidate(e, r, a, s->ids, &n_win);
+    for (int c = first_chain; c < first_chain + n_chain; c++) {
+        int n, retained = candidate(e, r, &s->spans[c], s->ids, &n);
+        if (retained > best) { // strictly longer only: ties keep A, then the earlier chain
+            best = retained;
+            n_win = n;
+            win = &s->spans[c];
+        }
+    }
+    spec_counters *ct = &r->counters;
+    ct->chain_spans += n_chain;
+    if (n_chain > 0) {
+        ct->hedged_rounds++;
+        if (win != a) ct->chain_wins++;
+        else ct->loss_rounds++;
+    }
+    counters_book_round(ct, n_win, best, a->len);
+    int p = eng_anchor_pos(r);
+    if (win != a) {
+        int32_t src[SG_MAX_BLOCK + 2], dst[SG_MAX_BLOCK + 2];
+        int nc = kv_pages_chain_copy_back(&e->kp, r->seq, win->slot, p, win->len + 1, src, dst);
+        kv_cache_copy_pages(&e->kc, src, dst, nc);
+    }
+    kv_pages_commit(&e->kp, r->seq, p + best);
+    int done = 0;
+    for (int j = 0; j < best && !done; j++) {
+        int token = j < n_win ? win->drafts[j] : s->ids[win->row + n_win];
+        done = eng_commit_token(e, r, token, s->dl[win->row + j], e->tap_w ? s->dt[win->row + j] : 0);
+    }
+    SG_CHECK(done || r->n_generated < r->req.max_new_tokens, "request %s overran", r->req.id);
+    if (done) eng_finish(e, a->req);
+    else if (r->pending) eng_push_pending(e, r, e->taps + (size_t)win->row * e->tap_w, best);
+    return best;
+}
+
+int eng_round(sg_engine *e) {
+    int n = e->n_running, R = e->o.max_rows, W = e->B + 1;
+    round_state s = {0};
+    s.n_run = n;
+    s.run = sg_calloc((size_t)n, sizeof *s.run);
+    memcpy(s.run, e->running, (size_t)n * sizeof *s.run);
+    s.dreq = sg_calloc((size_t)n, sizeof *s.dreq);
+    s.hedge = sg_calloc((size_t)n, sizeof *s.hedge);
+    s.drafts = sg_calloc((size_t)n, sizeof *s.drafts);
+    s.host_tok = sg_calloc((size_t)(e->max_chains > 0 ? e->max_chains : 1) * W, sizeof *s.host_tok);
+    s.spans = sg_calloc((size_t)n + e->chain_slots, sizeof *s.spans);
+    s.tok = sg_calloc((size_t)R, sizeof *s.tok);
+    s.pos = sg_calloc((size_t)R, sizeof *s.pos);
+    s.tab = sg_calloc((size_t)R, sizeof *s.tab);
+    s.ids = sg_calloc((size_t)R, sizeof *s.ids);
+    s.dl = sg_calloc((size_t)R, sizeof *s.dl);
+    s.dt = sg_calloc((size_t)R, sizeof *s.dt);
+
+    int rows_a = 0;
+    for (int i = 0; i < n; i++) {
+        const eng_req *r = &e->reqs[s.run[i]];
+        int len = eng_min(e->n_drafts, eng_remaining(r) - 1);
+        if (e->speculate && r->req.temperature == 0.0 && len > 0) {
+            s.dreq[s.n_draft++] = s.run[i];
+            rows_a += len + 1;
+        } else {
+            rows_a += 1;
+        }
+    }
+    e->n_chains = 0;
+    if (e->speculate && e->o.hedge_cap > 0)
+        e->n_chains = e->o.hedge_auto ? ac_begin(&e->ac) : e->o.chains;
+    select_hedged(e, s.dreq, s.n_draft, n, rows_a, s.hedge);
+    int st = SG_OK;
+    if (s.n_draft > 0) st = eng_draft(e, s.dreq, s.hedge, s.n_draft, s.drafts, s.host_tok);
+    if (st == SG_OK) {
+        build_batch(e, &s);
+        SG_CHECK(s.rows <= R && s.n_spans <= e->o.max_spans, "verify batch of %d rows, %d spans",
+                 s.rows, s.n_spans);
+        st = verify(e, &s);
+    }
+    int committed = 0;
+    for (int k = 0, c = n; st == SG_OK && k < n; k++) {
+        int first = c;
+        while (c < s.n_spans && s.spans[c].req == s.spans[k].req) c++;
+        committed += accept_request(e, &s, k, first, c - first);
+    }
+    if (st == SG_OK && e->o.hedge_auto && e->speculate) ac_end(&e->ac, e->n_chains, committed);
+    round_free(&s);
+    return st;
+}
