@@ -4,24 +4,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "testutil.h"
 
 static char output[1 << 16];
 
-// Runs `sparkgate ARGS` with stderr folded into stdout; returns the exit status.
-static int run_cli(const char *args) {
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "%s %s 2>&1", SG_CLI_PATH, args);
-    FILE *p = popen(cmd, "r");
-    ck_assert(p != NULL);
-    size_t n = fread(output, 1, sizeof output - 1, p);
-    output[n] = 0;
-    int status = pclose(p);
-    ck_assert(WIFEXITED(status));
-    return WEXITSTATUS(status);
-}
+static int run_cli(const char *args) { return tu_run_cli(args, output, sizeof output); }
 
 static void expect(const char *args, int status, const char *needle) {
     int got = run_cli(args);

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "common/file.h"
 #include "engine_fixture.h"
@@ -16,17 +15,7 @@ static char output[1 << 17];
 static char fixture_dir[FIXTURE_PATH_MAX];
 static char tmp[512];
 
-static int run_cli(const char *args) {
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "%s %s 2>&1", SG_CLI_PATH, args);
-    FILE *p = popen(cmd, "r");
-    ck_assert(p != NULL);
-    size_t n = fread(output, 1, sizeof output - 1, p);
-    output[n] = 0;
-    int status = pclose(p);
-    ck_assert(WIFEXITED(status));
-    return WEXITSTATUS(status);
-}
+static int run_cli(const char *args) { return tu_run_cli(args, output, sizeof output); }
 
 static void expect(int status, const char *needle, const char *fmt, const char *a, const char *b) {
     char args[2048];

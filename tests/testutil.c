@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "common/error.h"
 
@@ -39,6 +40,19 @@ bf16 *tu_random_bf16(size_t n, double scale, uint64_t seed) {
     bf16 *x = sg_calloc(n, sizeof *x);
     for (size_t i = 0; i < n; i++) x[i] = f32_to_bf16((float)(scale * tu_normal(&seed)));
     return x;
+}
+
+int tu_run_cli(const char *args, char *out, size_t size) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1", SG_CLI_PATH, args);
+    FILE *p = popen(cmd, "r");
+    ck_assert_msg(p != NULL, "cannot run %s", cmd);
+    size_t n = fread(out, 1, size - 1, p);
+    out[n] = 0;
+    while (fgetc(p) != EOF) continue; // drain what did not fit
+    int status = pclose(p);
+    ck_assert_msg(WIFEXITED(status), "%s did not exit normally", cmd);
+    return WEXITSTATUS(status);
 }
 
 int tu_run(Suite *suite) {

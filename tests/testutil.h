@@ -18,6 +18,9 @@ double tu_uniform(uint64_t *state);  // [0, 1)
 double tu_normal(uint64_t *state);   // standard normal
 // n bf16 values ~ N(0, scale²), seeded.
 bf16 *tu_random_bf16(size_t n, double scale, uint64_t seed);
+// Runs `sparkgate ARGS` (the CLI built with the tests) with stderr folded into stdout, keeping the
+// output (NUL-terminated, cut to fit) in out; returns the exit status.
+int tu_run_cli(const char *args, char *out, size_t size);
 // Runs the suite (fork mode as CK_FORK says) and returns the process exit status.
 int tu_run(Suite *suite);
 
