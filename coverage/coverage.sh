@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # coverage/coverage.sh BUILD_DIR: line coverage of common/ and ref/ from a -DSG_COVERAGE=ON build
 # whose tests have run. Writes an HTML report to coverage/report/index.html, prints a summary line,
-# and fails (exit 1) when line coverage is below the floor in coverage/lcovrc's companion FLOOR.
+# and fails (exit 1) when line coverage is below the floor in coverage/FLOOR.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 build=${1:?usage: coverage/coverage.sh BUILD_DIR}
 floor=$(cat "$here/FLOOR")
 info="$build/coverage.info"
+# lcov's own warnings (Debian's geninfo redefines subroutines) go to a log, shown on failure.
 lcov --config-file "$here/lcovrc" --quiet --capture --directory "$build" --base-directory "$root" \
-     --output-file "$info.all"
+     --output-file "$info.all" 2>"$build/lcov.log" || { cat "$build/lcov.log" >&2; exit 1; }
 lcov --config-file "$here/lcovrc" --quiet --extract "$info.all" "$root/common/*" "$root/ref/*" \
      --output-file "$info"
 genhtml --config-file "$here/lcovrc" --quiet --output-directory "$here/report" "$info" >/dev/null
