@@ -13,12 +13,14 @@
 #include "fixtures/stats.h"
 
 static void fixture_help(void) {
-    printf("usage: sparkgate fixture make --set tiny|small|qwen3-4b [--seed N] --out DIR\n"
+    printf("usage: sparkgate fixture make --set tiny|small|qwen3-4b [--seed N] --out DIR [--manifest FILE]\n"
            "       sparkgate fixture stats [--fixture NAME|DIR] [--json [FILE]]\n\n"
            "make   writes a fixture set: checkpoints in the real formats (config.json + safetensors)\n"
            "       with planted structure, fixture.json and workload files. Deterministic: the same\n"
            "       set and seed give byte-identical files. qwen3-4b is the full Qwen3-4B geometry\n"
-           "       (about 9 GB, for benchmarks on the GPU machine; never committed).\n"
+           "       (about 9 GB, for benchmarks on the GPU machine; never committed). --manifest also\n"
+           "       writes the files' sha256 (how fixtures/small.sha256 is updated after a deliberate\n"
+           "       generator change: --set small --out build/fixtures/small --manifest fixtures/small.sha256).\n"
            "stats  measures a set with the reference decoder and the speculation simulator and checks\n"
            "       the bands a fixture must meet (exit 1 when one is missed). Without --fixture: every\n"
            "       set that exists (tiny, and small once built). --json alone prints JSON on stdout.\n");
@@ -30,6 +32,10 @@ static int fixture_make_command(const cli_options *o) {
     uint64_t seed = o->has_seed ? o->seed : FIXTURE_DEFAULT_SEED;
     SG_TRY(fixture_make(o->set, seed, o->out));
     printf("wrote fixture set %s (seed %llu) to %s\n", o->set, (unsigned long long)seed, o->out);
+    if (o->manifest) {
+        SG_TRY(fixture_manifest_write(o->out, o->manifest));
+        printf("wrote the sha256 manifest %s\n", o->manifest);
+    }
     return SG_OK;
 }
 
@@ -77,7 +83,7 @@ static int fixture_stats_command(const cli_options *o) {
 
 int cmd_fixture(int argc, char **argv) {
     cli_options o;
-    if (cli_parse_options(argc, argv, "--set --seed --out --fixture --json [json-optional]", &o))
+    if (cli_parse_options(argc, argv, "--set --seed --out --manifest --fixture --json [json-optional]", &o))
         return cli_report(SG_EXIT_USAGE);
     if (o.help || o.n_positional == 0) {
         fixture_help();

@@ -97,6 +97,7 @@ int cli_parse_options(int argc, char **argv, const char *accepted, cli_options *
         else if (strcmp(flag, "--json") == 0) o->json = value;
         else if (strcmp(flag, "--set") == 0) o->set = value;
         else if (strcmp(flag, "--out") == 0) o->out = value;
+        else if (strcmp(flag, "--manifest") == 0) o->manifest = value;
         else if (strcmp(flag, "--prompt") == 0) SG_TRY(parse_list(flag, value, o->prompt, CLI_MAX_LIST, &o->n_prompt));
         else if (strcmp(flag, "--stop") == 0) SG_TRY(parse_list(flag, value, o->stop, CLI_MAX_LIST, &o->n_stop));
         else if (strcmp(flag, "--hedge-positions") == 0)

@@ -38,6 +38,7 @@ typedef struct {
     // fixture subcommand
     const char *set;
     const char *out;
+    const char *manifest; // fixture make: also write the sha256 manifest of what was made
     int json_stdout; // `fixture stats --json` without a file: JSON on stdout
     int has_seed;
     const char *positional[4];

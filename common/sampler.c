@@ -52,18 +52,37 @@ double sampler_uniform(uint64_t seed, int64_t pos) {
     return (double)(z >> 11) * 0x1.0p-53;
 }
 
-int sampler_pick(const float *logits, int n, double temperature, uint64_t seed, int64_t pos) {
-    SG_CHECK(temperature > 0 && n >= 1, "sampler_pick needs temperature > 0 (got %g)", temperature);
+// Walks the CDF of softmax(logits / T) in ascending ids until it passes u (scaled by the total);
+// returns the token and, through margin, u's distance to the bucket's edges in probability.
+static int sampler_walk(const float *logits, int n, double temperature, uint64_t seed, int64_t pos,
+                        double *margin) {
+    SG_CHECK(temperature > 0 && n >= 1, "sampler needs temperature > 0 (got %g)", temperature);
     double max = logits[argmax_f32(logits, n)];
     double total = 0;
     for (int i = 0; i < n; i++) total += exp(((double)logits[i] - max) / temperature);
     double target = sampler_uniform(seed, pos) * total, cumulative = 0;
     for (int i = 0; i < n; i++) {
+        double below = cumulative;
         cumulative += exp(((double)logits[i] - max) / temperature);
-        if (target < cumulative) return i;
+        if (target < cumulative) {
+            *margin = fmin(target - below, cumulative - target) / total;
+            return i;
+        }
     }
     // Rounding left target at the very top: the last token with non-zero probability.
+    *margin = 0;
     for (int i = n - 1; i > 0; i--)
         if (exp(((double)logits[i] - max) / temperature) > 0) return i;
     return 0;
+}
+
+int sampler_pick(const float *logits, int n, double temperature, uint64_t seed, int64_t pos) {
+    double margin;
+    return sampler_walk(logits, n, temperature, seed, pos, &margin);
+}
+
+double sampler_margin(const float *logits, int n, double temperature, uint64_t seed, int64_t pos) {
+    double margin;
+    sampler_walk(logits, n, temperature, seed, pos, &margin);
+    return margin;
 }

@@ -16,5 +16,10 @@ int first_nonfinite_f32(const float *x, int n, int *index);
 double sampler_uniform(uint64_t seed, int64_t pos);
 // temperature > 0; pos is the absolute position of the token being chosen.
 int sampler_pick(const float *logits, int n, double temperature, uint64_t seed, int64_t pos);
+// How far u lies inside the picked token's CDF bucket: min(u - CDF(k-1), CDF(k) - u), in
+// probability. Logits that differ by at most d (d <= T/2) move every CDF edge by at most
+// e^(2d/T) - 1 <= 4d/T, so another implementation picks the same token whenever this margin
+// exceeds 4d/T.
+double sampler_margin(const float *logits, int n, double temperature, uint64_t seed, int64_t pos);
 
 #endif

@@ -15,7 +15,8 @@
 
 static ef_models M;
 
-static void setup(void) { ef_open_set(&M, "tiny"); }
+static void setup_tiny(void) { ef_open_set(&M, "tiny"); }
+static void setup_small(void) { ef_open_set(&M, "small"); }
 static void teardown(void) { ef_close(&M); }
 
 static void assert_same_run(sg_engine *a, sg_engine *b, const char *what) {
@@ -156,11 +157,16 @@ END_TEST
 
 int main(void) {
     Suite *s = suite_create("engine_vs_ref");
-    TCase *tc = tcase_create("tiny");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 300);
-    tcase_add_test(tc, test_workloads_match_ref);
-    tcase_add_test(tc, test_alone_matches_simulator);
-    suite_add_tcase(s, tc);
+    // Both fixture sets: the committed tiny one and the small one generated at build time.
+    void (*setups[])(void) = {setup_tiny, setup_small};
+    const char *names[] = {"tiny", "small"};
+    for (int i = 0; i < 2; i++) {
+        TCase *tc = tcase_create(names[i]);
+        tcase_add_checked_fixture(tc, setups[i], teardown);
+        tcase_set_timeout(tc, 600);
+        tcase_add_test(tc, test_workloads_match_ref);
+        tcase_add_test(tc, test_alone_matches_simulator);
+        suite_add_tcase(s, tc);
+    }
     return tu_run(s);
 }

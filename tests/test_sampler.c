@@ -79,6 +79,29 @@ START_TEST(sampler_follows_softmax) {
 }
 END_TEST
 
+START_TEST(margin_is_distance_to_bucket_edges) {
+    // Two equal logits: buckets [0, 0.5) and [0.5, 1).
+    float logits[2] = {1.0f, 1.0f};
+    for (int pos = 0; pos < 50; pos++) {
+        double u = sampler_uniform(4, pos);
+        int k = sampler_pick(logits, 2, 1.0, 4, pos);
+        ck_assert_int_eq(k, u < 0.5 ? 0 : 1);
+        double want = k == 0 ? fmin(u, 0.5 - u) : fmin(u - 0.5, 1.0 - u);
+        ck_assert(fabs(sampler_margin(logits, 2, 1.0, 4, pos) - want) < 1e-12);
+    }
+    // Moving every logit by less than margin * T / 4 keeps the pick (the contract in sampler.h).
+    float base[16], moved[16];
+    uint64_t s = 11;
+    for (int t = 0; t < 300; t++) {
+        for (int i = 0; i < 16; i++) base[i] = (float)(3 * tu_normal(&s));
+        double T = 0.5 + tu_uniform(&s), m = sampler_margin(base, 16, T, 9, t);
+        double d = 0.99 * m * T / 4;
+        for (int i = 0; i < 16; i++) moved[i] = base[i] + (float)(d * (2 * tu_uniform(&s) - 1));
+        if (m > 1e-5) ck_assert_int_eq(sampler_pick(moved, 16, T, 9, t), sampler_pick(base, 16, T, 9, t));
+    }
+}
+END_TEST
+
 START_TEST(uniform_is_spread) {
     double sum = 0, lo = 1, hi = 0;
     for (int pos = 0; pos < 10000; pos++) {
@@ -100,6 +123,7 @@ int main(void) {
     tcase_add_test(tc, nonfinite_is_found);
     tcase_add_test(tc, sampler_is_deterministic_and_seeded);
     tcase_add_test(tc, sampler_follows_softmax);
+    tcase_add_test(tc, margin_is_distance_to_bucket_edges);
     tcase_add_test(tc, uniform_is_spread);
     suite_add_tcase(s, tc);
     return tu_run(s);
