@@ -10,6 +10,8 @@
 int cmd_generate(int argc, char **argv);
 int cmd_fixture(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_gate(int argc, char **argv);
+int cmd_ops(int argc, char **argv);
 
 // Engine flags and options (cli/run.c), shared by `run` and `generate --backend cpu`.
 // Takes the engine-only flags (--page-size, --pool-pages, --max-spans, --max-rows,
@@ -17,7 +19,8 @@ int cmd_run(int argc, char **argv);
 int cli_engine_flags(int *argc, char **argv, engine_options *o);
 // The shared hedge flags into o, checked against the drafter (exit 2 with a message).
 int cli_engine_options(const cli_options *c, const drafter_config *draft, engine_options *o);
-// The engine backend named by --backend (NULL: cpu); cuda is SG_EXIT_NO_GPU until it is built.
+// The engine backend named by --backend (NULL: cpu); cuda is SG_EXIT_NO_GPU with a message when
+// there is no usable CUDA device or the build has no CUDA backend.
 int cli_engine_backend(const char *name, sg_backend **out);
 
 // Prints "sparkgate: <message>" for the current error and returns status.

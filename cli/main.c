@@ -14,7 +14,9 @@ typedef struct {
 static const command commands[] = {
     {"generate", cmd_generate, "decode a prompt with the reference decoder; with a drafter, the simulated speculation counters"},
     {"run", cmd_run, "decode a workload with the hedged speculative decoder (engine); tokens, counters, digests"},
+    {"gate", cmd_gate, "the main job: the gate suites, hedged decoder vs the CPU reference; exit 0 when lossless"},
     {"fixture", cmd_fixture, "make fixtures (planted checkpoints) and print their statistics"},
+    {"ops", cmd_ops, "kernel bring-up: every CUDA op against its CPU twin (errors, invariance, graphs, perf)"},
 };
 
 static void usage(FILE *out) {

@@ -19,6 +19,9 @@
 #include "engine/cpu_backend.h"
 #include "engine/engine.h"
 #include "fixtures/catalog.h"
+#ifdef SG_HAVE_CUDA
+#include "gpu/cuda_backend.h"
+#endif
 
 static const char *run_flags =
     "--fixture --target --draft --no-draft --backend --hedge-cap --hedge-positions --chains "
@@ -83,8 +86,15 @@ int cli_engine_backend(const char *name, sg_backend **out) {
         *out = cpu_backend_create();
         return SG_OK;
     }
-    if (strcmp(name, "cuda") == 0)
-        return sg_fail(SG_EXIT_NO_GPU, "--backend cuda: the CUDA backend is not built");
+    if (strcmp(name, "cuda") == 0) {
+#ifdef SG_HAVE_CUDA
+        int st = cuda_backend_create(out);
+        return st == SG_OK ? SG_OK : sg_fail_context(st, "--backend cuda");
+#else
+        return sg_fail(SG_EXIT_NO_GPU, "--backend cuda: this build has no CUDA backend (nvcc was "
+                                       "not found when it was configured)");
+#endif
+    }
     return sg_fail(SG_EXIT_USAGE, "--backend %s: the engine runs on cpu or cuda", name);
 }
 

@@ -50,6 +50,9 @@ static int check_options(sg_engine *e, const engine_options *o) {
     if (o->conf_threshold > 0.0 && (!dm || !dm->conf_w))
         return sg_fail(SG_EXIT_USAGE, "--conf-threshold needs a drafter with a confidence head "
                                       "(this one has none)");
+    if (o->hooks &&
+        (o->hooks->fault < ENGINE_FAULT_NONE || o->hooks->fault > ENGINE_FAULT_TIE_TO_CHAIN))
+        return sg_fail(SG_EXIT_USAGE, "engine hooks: unknown fault %d", (int)o->hooks->fault);
     if (o->page_size < 0 || o->pool_pages < 0 || o->max_spans < 0 || o->max_rows < 0 ||
         o->max_seqs < 0 || o->scratch_pages < 0)
         return sg_fail(SG_EXIT_USAGE, "--page-size, --pool-pages, --max-spans, --max-rows, "

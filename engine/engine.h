@@ -48,6 +48,42 @@
 #define ENGINE_DEFAULT_MAX_SPANS 256
 #define ENGINE_DEFAULT_MAX_ROWS 512
 
+// Test hooks (used by the gates, gates/): observers of committed tokens and rounds, an override of
+// chain A's drafts, and one deliberate bug (a negative control). Off by default (options.hooks =
+// NULL): the engine then does no extra work. Each callback may be NULL. `req` is the request's
+// submission index.
+typedef enum {
+    ENGINE_FAULT_NONE,
+    ENGINE_FAULT_FLIP_DRAFT,     // once: the accept step commits one accepted draft with its id + 1
+    ENGINE_FAULT_CORRUPT_KV,     // once: after the first round's commit, the anchor's K/V row is
+                                 // negated in every layer
+    ENGINE_FAULT_CORRUPT_TAP,    // every chain win: the last tap row copied back into the drafter's
+                                 // context is negated
+    ENGINE_FAULT_SKIP_COPY_BACK, // every chain win: the scratch pages are not copied back
+    ENGINE_FAULT_TIE_TO_CHAIN,   // every tie in retained length: the later span wins (chain over A)
+} engine_fault;
+
+typedef struct engine_hooks {
+    void *ctx;
+    // Every committed token, with the fp32 target logits row that chose it (host memory, V values,
+    // valid during the call; the row is the one whose digest the position records) and `index`,
+    // the token's place among the request's generated tokens.
+    void (*commit)(void *ctx, int req, int index, int token, const float *row, int V);
+    // Every round of a request after its winner is chosen: the round number (1-based, the
+    // request's counters.rounds), the anchor position, chain A's verified drafts, the winning
+    // span (-1: chain A; j >= 0: the ladder branching at positions[j]), its accepted drafts and
+    // the tokens the round commits (positions anchor_pos + 1 .. anchor_pos + retained).
+    void (*round)(void *ctx, int req, int round, int anchor_pos, int drafted, int chain,
+                  int n_accepted, int retained);
+    // Draft override: called after drafting with chain A's drafts of a drafting request (drafts
+    // [len], host memory, for the positions anchor_pos + 1 .. anchor_pos + len); the hook may
+    // replace them with ids in [0, V) before the verify. Hedge ladders keep the drafter's own
+    // prefix (they were built before the override).
+    void (*draft)(void *ctx, int req, int anchor_pos, int32_t *drafts, int len);
+    engine_fault fault;  // ENGINE_FAULT_NONE in every real run
+    int faults_injected; // written by the engine: how many times the fault was applied
+} engine_hooks;
+
 typedef struct {
     int plain;      // 1: never draft (one token per round) even with a drafter (its taps recorded)
     int hedge_cap;  // H_cap: 0 = off, at most 64 (needs a Markov head)
@@ -65,9 +101,10 @@ typedef struct {
     int scratch_pages;   // hedge scratch pages, 0 = H_cap·|P|·pages_per_chain
     double conf_threshold; // 0 = off; drafts cut at the first c_k below it (needs the head)
     int layout;          // -1 = the drafter config's; else a block_layout (the override)
+    engine_hooks *hooks; // NULL = none (see engine_hooks); must outlive the engine
 } engine_options;
 
-// Fills the defaults above (all zero except chains = -1, layout = -1, P = [0]).
+// Fills the defaults above (all zero except chains = -1, layout = -1, P = [0]; no hooks).
 void engine_options_default(engine_options *o);
 
 typedef enum {

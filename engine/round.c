@@ -4,7 +4,8 @@
 // dedup of chains equal to A or an earlier chain, acceptance per span, stop truncation per
 // candidate before the winner is chosen (strictly longer wins; ties keep A, then the earlier
 // chain), copy-back of a winning chain's pages, commit of tokens and digests, the drafter context
-// update and the KV commit; counters by counters_book_round.
+// update and the KV commit; counters by counters_book_round. Also the test hooks of engine.h
+// (observers, the draft override and the negative-control faults), inert without options.hooks.
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,8 +28,50 @@ int eng_is_stop(const sg_engine *e, const eng_req *r, int token, engine_stop *wh
     return 0;
 }
 
+// The commit hook: the logits row that chose a token is the row of the current forward whose
+// digest the position records (prefill and verify both digest their logits rows into e->dig
+// [max_rows] beside e->logits [max_rows, V], row for row), so it is found by that digest.
+static void hook_commit(sg_engine *e, const eng_req *r, int token, uint64_t dig_logits) {
+    const sg_backend *be = e->be;
+    int R = e->o.max_rows, at = 0;
+    uint64_t *dig = sg_calloc((size_t)R, sizeof *dig);
+    be->download(be->ctx, dig, e->dig, (size_t)R * sizeof *dig);
+    while (at < R && dig[at] != dig_logits) at++;
+    SG_CHECK(at < R, "request %s: no logits row with the committed digest", r->req.id);
+    float *row = sg_calloc((size_t)e->V, sizeof *row);
+    be->download(be->ctx, row, e->logits + (size_t)at * e->V, (size_t)e->V * sizeof *row);
+    e->o.hooks->commit(e->o.hooks->ctx, (int)(r - e->reqs), r->n_generated, token, row, e->V);
+    free(row);
+    free(dig);
+}
+
+// Negates n bf16 values at device address x (a fault's corruption).
+static void negate_rows(const sg_backend *be, bf16 *x, size_t n) {
+    bf16 *h = sg_calloc(n, sizeof *h);
+    be->download(be->ctx, h, x, n * sizeof *h);
+    for (size_t i = 0; i < n; i++) h[i] ^= 0x8000;
+    be->upload(be->ctx, x, h, n * sizeof *h);
+    free(h);
+}
+
+// ENGINE_FAULT_CORRUPT_KV: negates the K and V rows of committed position pos in every layer.
+static void corrupt_kv_row(sg_engine *e, const eng_req *r, int pos) {
+    const kv_cache *kc = &e->kc;
+    int ps = kc->page_size;
+    size_t at = ((size_t)kv_pages_table(&e->kp, r->seq)[pos / ps] * ps + pos % ps) * kc->kv_dim;
+    for (int l = 0; l < kc->n_layers; l++) {
+        negate_rows(e->be, kv_cache_k(kc, l) + at, (size_t)kc->kv_dim);
+        negate_rows(e->be, kv_cache_v(kc, l) + at, (size_t)kc->kv_dim);
+    }
+}
+
+static int fault_is(const sg_engine *e, engine_fault f) {
+    return e->o.hooks && e->o.hooks->fault == f;
+}
+
 int eng_commit_token(sg_engine *e, eng_req *r, int token, uint64_t dig_logits, uint64_t dig_taps) {
     SG_CHECK(r->n_generated < r->req.max_new_tokens, "request %s past max_new_tokens", r->req.id);
+    if (e->o.hooks && e->o.hooks->commit) hook_commit(e, r, token, dig_logits);
     r->dig_logits[r->n_generated] = dig_logits;
     r->dig_taps[r->n_generated] = dig_taps;
     r->tokens[r->req.n_prompt + r->n_generated++] = token;
@@ -205,9 +248,12 @@ static int accept_request(sg_engine *e, round_state *s, int k, int first_chain, 
     eng_req *r = &e->reqs[a->req];
     const span *win = a;
     int n_win, best = candidate(e, r, a, s->ids, &n_win);
+    int tie_to_chain = fault_is(e, ENGINE_FAULT_TIE_TO_CHAIN);
     for (int c = first_chain; c < first_chain + n_chain; c++) {
         int n, retained = candidate(e, r, &s->spans[c], s->ids, &n);
-        if (retained > best) { // strictly longer only: ties keep A, then the earlier chain
+        // Strictly longer only: ties keep A, then the earlier chain (except under the tie fault).
+        if (retained > best || (tie_to_chain && retained == best)) {
+            if (retained == best) e->o.hooks->faults_injected++;
             best = retained;
             n_win = n;
             win = &s->spans[c];
@@ -222,7 +268,12 @@ static int accept_request(sg_engine *e, round_state *s, int k, int first_chain, 
     }
     counters_book_round(ct, n_win, best, a->len);
     int p = eng_anchor_pos(r);
-    if (win != a) {
+    engine_hooks *hk = e->o.hooks;
+    if (hk && hk->round)
+        hk->round(hk->ctx, a->req, (int)ct->rounds, p, a->len, win->chain, n_win, best);
+    if (win != a && fault_is(e, ENGINE_FAULT_SKIP_COPY_BACK)) {
+        hk->faults_injected++;
+    } else if (win != a) {
         int32_t src[SG_MAX_BLOCK + 2], dst[SG_MAX_BLOCK + 2];
         int nc = kv_pages_chain_copy_back(&e->kp, r->seq, win->slot, p, win->len + 1, src, dst);
         kv_cache_copy_pages(&e->kc, src, dst, nc);
@@ -231,11 +282,27 @@ static int accept_request(sg_engine *e, round_state *s, int k, int first_chain, 
     int done = 0;
     for (int j = 0; j < best && !done; j++) {
         int token = j < n_win ? win->drafts[j] : s->ids[win->row + n_win];
+        if (j < n_win && fault_is(e, ENGINE_FAULT_FLIP_DRAFT) && hk->faults_injected == 0) {
+            token = (token + 1) % e->V;
+            hk->faults_injected++;
+        }
         done = eng_commit_token(e, r, token, s->dl[win->row + j], e->tap_w ? s->dt[win->row + j] : 0);
     }
     SG_CHECK(done || r->n_generated < r->req.max_new_tokens, "request %s overran", r->req.id);
-    if (done) eng_finish(e, a->req);
-    else if (r->pending) eng_push_pending(e, r, e->taps + (size_t)win->row * e->tap_w, best);
+    if (!done && fault_is(e, ENGINE_FAULT_CORRUPT_KV) && hk->faults_injected == 0) {
+        corrupt_kv_row(e, r, p);
+        hk->faults_injected++;
+    }
+    if (done) {
+        eng_finish(e, a->req);
+    } else if (r->pending) {
+        eng_push_pending(e, r, e->taps + (size_t)win->row * e->tap_w, best);
+        if (win != a && fault_is(e, ENGINE_FAULT_CORRUPT_TAP)) {
+            negate_rows(e->be, r->pending + (size_t)(r->n_pending - 1) * e->tap_w,
+                        (size_t)e->tap_w);
+            hk->faults_injected++;
+        }
+    }
     return best;
 }
 
@@ -274,6 +341,16 @@ int eng_round(sg_engine *e) {
     select_hedged(e, s.dreq, s.n_draft, n, rows_a, s.hedge);
     int st = SG_OK;
     if (s.n_draft > 0) st = eng_draft(e, s.dreq, s.hedge, s.n_draft, s.drafts, s.host_tok);
+    if (st == SG_OK && e->o.hooks && e->o.hooks->draft)
+        for (int i = 0; i < s.n_draft; i++) {
+            const eng_draft_req *dr = &s.drafts[i];
+            int32_t *a = s.host_tok + (size_t)i * W + 1;
+            e->o.hooks->draft(e->o.hooks->ctx, dr->req, eng_anchor_pos(&e->reqs[dr->req]), a,
+                              dr->len);
+            for (int k = 0; k < dr->len; k++)
+                SG_CHECK(a[k] >= 0 && a[k] < e->V, "draft override: id %d outside [0, %d)", a[k],
+                         e->V);
+        }
     if (st == SG_OK) {
         build_batch(e, &s);
         SG_CHECK(s.rows <= R && s.n_spans <= e->o.max_spans, "verify batch of %d rows, %d spans",

@@ -1,0 +1,192 @@
+// gpu/attention.cu: paged KV store and paged attention (backend.h), with the CPU twin's order.
+//
+// Attention: one block per (query row, head). Per head, in fp32, exactly cpu_backend.c's sequence:
+//   s[j] = (Σ_d q[d]·k[j][d], d ascending, one thread per key) · scale,
+//   mx = max_j s[j] (exact in any order),
+//   sum = Σ_j expf(s[j] − mx), j ascending, in one thread,
+//   p[j] = expf(s[j] − mx) / sum (IEEE division),
+//   out[d] = bf16(Σ_j p[j]·v[j][d]), j ascending, one thread per d.
+// Keys are visited in tiles of ATT_TILE positions staged in shared memory; the scores are not
+// stored between passes but recomputed (the same arithmetic gives the same bits), so no scratch
+// sized by the context length is needed. Every number depends only on the row's own query, its
+// sequence's K/V at positions 0 .. n_keys-1 and the head geometry: the same for a row alone, in a
+// prefill chunk, a decode, a verify span or a chain span (path invariance, design.md §3). expf is
+// glibc's (device_numerics.h d_expf), so the output equals the CPU twin's bit for bit. A missing
+// page traps.
+#include "cuda_internal.h"
+#include "device_numerics.h"
+
+namespace {
+
+constexpr int ATT_THREADS = 128;
+constexpr int ATT_TILE = 128; // keys per tile: one per thread in the score passes
+constexpr int ATT_MAX_HD = 256;
+
+// Element offset of position t of sequence s in a layer pool (kv_row of cpu_backend.c).
+__device__ __forceinline__ size_t kv_row(const be_paging &pg, int s, int t) {
+    int page = pg.page_tables[(size_t)s * pg.table_stride + t / pg.page_size];
+    if (page < 0) __trap();
+    return ((size_t)page * pg.page_size + (size_t)(t % pg.page_size)) *
+           ((size_t)pg.n_kv_heads * pg.head_dim);
+}
+
+__global__ void kv_store_k(be_paging pg, uint16_t *k_pages, uint16_t *v_pages,
+                           const int32_t *__restrict__ row_table, const int32_t *__restrict__ pos,
+                           const uint16_t *__restrict__ k, const uint16_t *__restrict__ v) {
+    const int i = blockIdx.x;
+    const int kvd = pg.n_kv_heads * pg.head_dim;
+    if (pos[i] < 0) __trap();
+    size_t at = kv_row(pg, row_table[i], pos[i]);
+    for (int d = threadIdx.x; d < kvd; d += blockDim.x) {
+        k_pages[at + d] = k[(size_t)i * kvd + d];
+        v_pages[at + d] = v[(size_t)i * kvd + d];
+    }
+}
+
+// The keys [j0, j0 + cnt) of the row's KV head into ks [ATT_TILE][hd + 2] (rows padded so that
+// thread j's reads of row j fall in distinct banks).
+__device__ __forceinline__ void load_keys(const be_paging &pg, const uint16_t *k_pages, int s,
+                                          size_t off, int j0, int cnt, uint16_t *ks) {
+    const int hd = pg.head_dim, stride = hd + 2;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
+    for (int r = warp; r < cnt; r += nw) {
+        const uint16_t *src = k_pages + kv_row(pg, s, j0 + r) + off;
+        for (int d = lane; d < hd; d += 32) ks[r * stride + d] = src[d];
+    }
+}
+
+// Score of key r of the staged tile: (q · k) · scale, d ascending.
+__device__ __forceinline__ float score(const float *qs, const uint16_t *kr, int hd, float scale) {
+    float dot = 0.f;
+    for (int d = 0; d < hd; d++) dot = d_mac(dot, qs[d], d_bf16_to_f32(kr[d]));
+    return __fmul_rn(dot, scale);
+}
+
+__global__ void __launch_bounds__(ATT_THREADS)
+    attention_k(be_paging pg, const uint16_t *__restrict__ k_pages,
+                const uint16_t *__restrict__ v_pages, const int32_t *__restrict__ row_table,
+                const int32_t *__restrict__ n_keys, const uint16_t *__restrict__ q, int n_heads,
+                float scale, uint16_t *__restrict__ out) {
+    extern __shared__ __align__(16) unsigned char att_smem[];
+    const int hd = pg.head_dim, stride = hd + 2;
+    uint16_t *ks = reinterpret_cast<uint16_t *>(att_smem); // [ATT_TILE][hd+2]
+    float *qs = reinterpret_cast<float *>(att_smem + (size_t)ATT_TILE * stride * 2); // [hd]
+    float *ps = qs + hd;                                                             // [ATT_TILE]
+    __shared__ float red[ATT_THREADS / 32];
+    __shared__ float bcast;
+
+    const int h = blockIdx.x, i = blockIdx.y, t = threadIdx.x;
+    const int group = n_heads / pg.n_kv_heads;
+    const size_t off = (size_t)(h / group) * hd;
+    const size_t qd = (size_t)n_heads * hd;
+    const int s = row_table[i], nk = n_keys[i];
+    if (nk < 1) __trap();
+    for (int d = t; d < hd; d += blockDim.x)
+        qs[d] = d_bf16_to_f32(q[(size_t)i * qd + (size_t)h * hd + d]);
+
+    // Pass 1: the maximum score.
+    float mx = -INFINITY;
+    for (int j0 = 0; j0 < nk; j0 += ATT_TILE) {
+        int cnt = nk - j0 < ATT_TILE ? nk - j0 : ATT_TILE;
+        __syncthreads();
+        load_keys(pg, k_pages, s, off, j0, cnt, ks);
+        __syncthreads();
+        if (t < cnt) {
+            float sc = score(qs, ks + t * stride, hd, scale);
+            if (sc > mx) mx = sc;
+        }
+    }
+    for (int m = 16; m >= 1; m >>= 1) {
+        float o = __shfl_xor_sync(0xffffffffu, mx, m);
+        if (o > mx) mx = o;
+    }
+    if ((t & 31) == 0) red[t >> 5] = mx;
+    __syncthreads();
+    if (t == 0) {
+        float m = red[0];
+        for (int w = 1; w < ATT_THREADS / 32; w++)
+            if (red[w] > m) m = red[w];
+        bcast = m;
+    }
+    __syncthreads();
+    mx = bcast;
+
+    // Pass 2: the sum of the exponentials, ascending position, in thread 0.
+    float sum = 0.f;
+    for (int j0 = 0; j0 < nk; j0 += ATT_TILE) {
+        int cnt = nk - j0 < ATT_TILE ? nk - j0 : ATT_TILE;
+        __syncthreads();
+        load_keys(pg, k_pages, s, off, j0, cnt, ks);
+        __syncthreads();
+        if (t < cnt) ps[t] = d_expf(__fsub_rn(score(qs, ks + t * stride, hd, scale), mx));
+        __syncthreads();
+        if (t == 0)
+            for (int j = 0; j < cnt; j++) sum = __fadd_rn(sum, ps[j]);
+    }
+    __syncthreads();
+    if (t == 0) bcast = sum;
+    __syncthreads();
+    sum = bcast;
+
+    // Pass 3: probabilities and P·V, ascending position, one thread per output dimension.
+    float acc0 = 0.f, acc1 = 0.f; // d = t and d = t + ATT_THREADS
+    const int d0 = t, d1 = t + ATT_THREADS;
+    for (int j0 = 0; j0 < nk; j0 += ATT_TILE) {
+        int cnt = nk - j0 < ATT_TILE ? nk - j0 : ATT_TILE;
+        __syncthreads();
+        load_keys(pg, k_pages, s, off, j0, cnt, ks);
+        __syncthreads();
+        if (t < cnt)
+            ps[t] = __fdiv_rn(d_expf(__fsub_rn(score(qs, ks + t * stride, hd, scale), mx)), sum);
+        __syncthreads();
+        for (int j = 0; j < cnt; j++) {
+            const uint16_t *vr = v_pages + kv_row(pg, s, j0 + j) + off;
+            float p = ps[j];
+            if (d0 < hd) acc0 = d_mac(acc0, p, d_bf16_to_f32(vr[d0]));
+            if (d1 < hd) acc1 = d_mac(acc1, p, d_bf16_to_f32(vr[d1]));
+        }
+    }
+    uint16_t *o = out + (size_t)i * qd + (size_t)h * hd;
+    if (d0 < hd) o[d0] = d_f32_to_bf16(acc0);
+    if (d1 < hd) o[d1] = d_f32_to_bf16(acc1);
+}
+
+size_t attention_smem(int hd) {
+    return (size_t)ATT_TILE * (hd + 2) * 2 + (size_t)(hd + ATT_TILE) * sizeof(float);
+}
+
+} // namespace
+
+void cu_kv_store(void *ctx, const be_paging *pg, bf16 *k_pages, bf16 *v_pages,
+                 const int32_t *row_table, const int32_t *pos, const bf16 *k, const bf16 *v,
+                 int rows) {
+    cuda_ctx *c = static_cast<cuda_ctx *>(ctx);
+    if (rows <= 0) return;
+    kv_store_k<<<(unsigned)rows, 128, 0, c->stream>>>(*pg, k_pages, v_pages, row_table, pos, k, v);
+    CUDA_CHECK_LAUNCH();
+}
+
+void cu_attention(void *ctx, const be_paging *pg, const bf16 *k_pages, const bf16 *v_pages,
+                  const int32_t *row_table, const int32_t *n_keys, const bf16 *q, int rows,
+                  int n_heads, bf16 *out) {
+    cuda_ctx *c = static_cast<cuda_ctx *>(ctx);
+    SG_CHECK(pg->n_kv_heads >= 1 && n_heads % pg->n_kv_heads == 0, "attention heads %d kv heads %d",
+             n_heads, pg->n_kv_heads);
+    SG_CHECK(pg->head_dim >= 1 && pg->head_dim <= ATT_MAX_HD,
+             "attention head_dim %d (at most %d on CUDA)", pg->head_dim, ATT_MAX_HD);
+    SG_CHECK(rows <= 65535, "attention rows %d beyond the grid", rows);
+    if (rows <= 0) return;
+    static_assert(2 * ATT_THREADS >= ATT_MAX_HD, "two output dimensions per thread");
+    float scale = 1.0f / sqrtf((float)pg->head_dim); // the CPU twin's expression, on the host
+    size_t smem = attention_smem(pg->head_dim);
+    dim3 grid((unsigned)n_heads, (unsigned)rows);
+    attention_k<<<grid, ATT_THREADS, smem, c->stream>>>(*pg, k_pages, v_pages, row_table, n_keys, q,
+                                                        n_heads, scale, out);
+    CUDA_CHECK_LAUNCH();
+}
+
+// The dynamic shared memory the largest head needs (set once when the backend is made).
+void cu_attention_init(void) {
+    CUDA_CHECK(cudaFuncSetAttribute(attention_k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    (int)attention_smem(ATT_MAX_HD)));
+}

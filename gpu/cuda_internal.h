@@ -1,0 +1,82 @@
+// gpu/cuda_internal.h: shared by the units of gpu/ (C++ only): the backend's context and the entry
+// points of each kernel unit, with the op signatures of engine/backend.h. The op table itself is
+// assembled in gpu/cuda_backend.cu.
+#ifndef SG_GPU_CUDA_INTERNAL_H
+#define SG_GPU_CUDA_INTERNAL_H
+
+#include <cuda_runtime.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cuda_check.h"
+
+extern "C" {
+#include "engine/backend.h"
+}
+
+struct cuda_ctx {
+    int sm_count;
+    cudaStream_t stream;
+    // Scratch for two-stage selections (top2.cu, markov.cu): grown on the host before a launch.
+    void *scratch;
+    size_t scratch_bytes;
+    cudaEvent_t t0, t1;
+    void *cublas; // cublasHandle_t, made on first use of cuda_vendor_gemm
+};
+
+// Scratch of at least `bytes` (waits for the stream before replacing a smaller one).
+void *cuda_scratch(cuda_ctx *c, size_t bytes);
+
+// gemm.cu
+void cu_gemm(void *ctx, const bf16 *x, int M, int K, const bf16 *w, int N, void *y, int out_f32);
+
+// norms.cu
+void cu_rmsnorm(void *ctx, const bf16 *x, int M, int D, const bf16 *w, float eps, bf16 *y);
+void cu_head_norm_rope(void *ctx, bf16 *x, int rows, int n_heads, int head_dim, const bf16 *w,
+                       float eps, const bf16 *cos, const bf16 *sin, const int32_t *pos);
+
+// elementwise.cu
+void cu_embed(void *ctx, const bf16 *table, int H, const int32_t *ids, int rows, bf16 *out);
+void cu_swiglu(void *ctx, const bf16 *gate, const bf16 *up, size_t n, bf16 *out);
+void cu_add(void *ctx, bf16 *h, const bf16 *x, size_t n);
+
+// attention.cu (cu_attention_init: once per process, before the first attention)
+void cu_attention_init(void);
+void cu_kv_store(void *ctx, const be_paging *pg, bf16 *k_pages, bf16 *v_pages,
+                 const int32_t *row_table, const int32_t *pos, const bf16 *k, const bf16 *v,
+                 int rows);
+void cu_attention(void *ctx, const be_paging *pg, const bf16 *k_pages, const bf16 *v_pages,
+                  const int32_t *row_table, const int32_t *n_keys, const bf16 *q, int rows,
+                  int n_heads, bf16 *out);
+
+// top2.cu
+void cu_argmax(void *ctx, const float *x, int rows, int n, size_t row_stride, int32_t *ids);
+void cu_top2(void *ctx, const float *x, int rows, int n, size_t row_stride, int32_t *ids,
+             float *vals);
+
+// markov.cu
+void cu_markov_step(void *ctx, const float *U, int V, const bf16 *w1, const bf16 *w2, int r,
+                    int rows, const int32_t *chain_row, const int32_t *u_row, const int32_t *start,
+                    const int32_t *limit, int s, int32_t *tokens, int tok_stride, int32_t *top_ids,
+                    float *top_vals);
+void cu_ladder_force(void *ctx, int32_t *tokens, int tok_stride, const int32_t *top_ids, int rows,
+                     const int32_t *chain_row, const int32_t *a_row, const int32_t *branch);
+
+// movement.cu
+void cu_page_copy(void *ctx, void *base, int n_groups, size_t group_stride, size_t page_bytes,
+                  const int32_t *src, const int32_t *dst, int n);
+void cu_copy_rows(void *ctx, void *dst, size_t dst_stride, const int32_t *dst_idx, const void *src,
+                  size_t src_stride, const int32_t *src_idx, int rows, size_t row_bytes);
+
+// digest.cu
+void cu_digest(void *ctx, const void *x, int rows, int n, int elem_bytes, size_t row_stride,
+               uint64_t *digests);
+
+// Grid-size helper: blocks of `threads` for n items, capped (kernels loop over the rest).
+static inline unsigned cu_blocks(size_t n, unsigned threads, unsigned cap) {
+    size_t b = (n + threads - 1) / threads;
+    if (b < 1) b = 1;
+    return (unsigned)(b < cap ? b : cap);
+}
+
+#endif

@@ -1,0 +1,109 @@
+// gpu/norms.cu: rmsnorm and the per-head norm + rotate-half RoPE (backend.h), bit for bit the CPU
+// twin's: the sum of squares runs in ascending element order in one thread (the squares are
+// formed in parallel, the additions are the contract's sequential order), then
+// r = 1.0f / sqrtf(ss / D + eps) with IEEE division and square root, and each element rounded at
+// the contract's points. One block (rmsnorm) or one warp (a head) per row: nothing depends on the
+// number of rows. rmsnorm's y may alias x (each thread rewrites only what it read). Indices that
+// would be SG_CHECK failures on the CPU (a negative position) trap.
+#include "cuda_internal.h"
+#include "device_numerics.h"
+
+namespace {
+
+constexpr int NORM_THREADS = 256;
+constexpr int NORM_CHUNK = 2048; // squares staged per pass
+
+__global__ void __launch_bounds__(NORM_THREADS)
+    rmsnorm_k(const uint16_t *x, int D, const uint16_t *__restrict__ w, float eps, uint16_t *y) {
+    __shared__ float sq[NORM_CHUNK];
+    __shared__ float r_sh;
+    const uint16_t *xr = x + (size_t)blockIdx.x * D;
+    uint16_t *yr = y + (size_t)blockIdx.x * D;
+    float ss = 0.f; // thread 0's running sum
+    for (int base = 0; base < D; base += NORM_CHUNK) {
+        int n = D - base < NORM_CHUNK ? D - base : NORM_CHUNK;
+        for (int i = threadIdx.x; i < n; i += blockDim.x) {
+            float v = d_bf16_to_f32(xr[base + i]);
+            sq[i] = __fmul_rn(v, v);
+        }
+        __syncthreads();
+        if (threadIdx.x == 0)
+            for (int i = 0; i < n; i++) ss = __fadd_rn(ss, sq[i]);
+        __syncthreads();
+    }
+    if (threadIdx.x == 0)
+        r_sh = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(ss, (float)D), eps)));
+    __syncthreads();
+    float r = r_sh;
+    for (int i = threadIdx.x; i < D; i += blockDim.x) {
+        float v = d_bf16_round(__fmul_rn(d_bf16_to_f32(xr[i]), r));
+        yr[i] = d_f32_to_bf16(__fmul_rn(v, d_bf16_to_f32(w[i])));
+    }
+}
+
+constexpr int ROPE_WARPS = 8;
+constexpr int ROPE_MAX_HD = 512;
+
+// Block per row, warp per head (heads looped over the warps).
+__global__ void __launch_bounds__(ROPE_WARPS * 32)
+    head_norm_rope_k(uint16_t *x, int n_heads, int hd, const uint16_t *__restrict__ w, float eps,
+                     const uint16_t *__restrict__ cos, const uint16_t *__restrict__ sin,
+                     const int32_t *__restrict__ pos) {
+    __shared__ float buf[ROPE_WARPS][ROPE_MAX_HD];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int row = blockIdx.x;
+    const int p = pos[row];
+    if (p < 0) __trap();
+    const int half = hd / 2;
+    const uint16_t *cs = cos + (size_t)p * half, *sn = sin + (size_t)p * half;
+    float *b = buf[warp];
+    for (int h = warp; h < n_heads; h += ROPE_WARPS) {
+        uint16_t *xh = x + ((size_t)row * n_heads + h) * hd;
+        for (int d = lane; d < hd; d += 32) {
+            float v = d_bf16_to_f32(xh[d]);
+            b[d] = __fmul_rn(v, v);
+        }
+        __syncwarp();
+        float r = 0.f;
+        if (lane == 0) {
+            float ss = 0.f;
+            for (int d = 0; d < hd; d++) ss = __fadd_rn(ss, b[d]);
+            r = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(ss, (float)hd), eps)));
+        }
+        r = __shfl_sync(0xffffffffu, r, 0); // also orders lane 0's reads before the writes below
+        for (int d = lane; d < hd; d += 32) {
+            float v = d_bf16_round(__fmul_rn(d_bf16_to_f32(xh[d]), r));
+            b[d] = d_bf16_round(__fmul_rn(v, d_bf16_to_f32(w[d])));
+        }
+        __syncwarp();
+        for (int d = lane; d < half; d += 32) {
+            float cv = d_bf16_to_f32(cs[d]), sv = d_bf16_to_f32(sn[d]);
+            float a = b[d], bb = b[d + half];
+            xh[d] = d_f32_to_bf16(
+                __fsub_rn(d_bf16_round(__fmul_rn(a, cv)), d_bf16_round(__fmul_rn(bb, sv))));
+            xh[d + half] = d_f32_to_bf16(
+                __fadd_rn(d_bf16_round(__fmul_rn(bb, cv)), d_bf16_round(__fmul_rn(a, sv))));
+        }
+        __syncwarp();
+    }
+}
+
+} // namespace
+
+void cu_rmsnorm(void *ctx, const bf16 *x, int M, int D, const bf16 *w, float eps, bf16 *y) {
+    cuda_ctx *c = static_cast<cuda_ctx *>(ctx);
+    SG_CHECK(M >= 1 && D >= 1, "rmsnorm shape M %d D %d", M, D);
+    rmsnorm_k<<<(unsigned)M, NORM_THREADS, 0, c->stream>>>(x, D, w, eps, y);
+    CUDA_CHECK_LAUNCH();
+}
+
+void cu_head_norm_rope(void *ctx, bf16 *x, int rows, int n_heads, int head_dim, const bf16 *w,
+                       float eps, const bf16 *cos, const bf16 *sin, const int32_t *pos) {
+    cuda_ctx *c = static_cast<cuda_ctx *>(ctx);
+    SG_CHECK(rows >= 1 && n_heads >= 1, "head_norm_rope rows %d heads %d", rows, n_heads);
+    SG_CHECK(head_dim >= 2 && head_dim % 2 == 0 && head_dim <= ROPE_MAX_HD,
+             "head_norm_rope head_dim %d (even, at most %d on CUDA)", head_dim, ROPE_MAX_HD);
+    head_norm_rope_k<<<(unsigned)rows, ROPE_WARPS * 32, 0, c->stream>>>(x, n_heads, head_dim, w,
+                                                                        eps, cos, sin, pos);
+    CUDA_CHECK_LAUNCH();
+}
