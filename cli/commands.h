@@ -13,11 +13,10 @@ int cmd_run(int argc, char **argv);
 int cmd_gate(int argc, char **argv);
 int cmd_ops(int argc, char **argv);
 
-// Engine flags and options (cli/run.c), shared by `run` and `generate --backend cpu`.
-// Takes the engine-only flags (--page-size, --pool-pages, --max-spans, --max-rows,
-// --hedge-auto) out of argv into o (argc shrinks); SG_EXIT_USAGE on a bad value.
-int cli_engine_flags(int *argc, char **argv, engine_options *o);
-// The shared hedge flags into o, checked against the drafter (exit 2 with a message).
+// Engine options and backend (cli/run.c): the options shared by `run` and `generate --backend
+// cpu|cuda`, the backend by `gate` too. The shared hedge and engine flags (hedge cap, positions,
+// chains, confidence threshold, block layout, page size, pool pages, max spans, max rows, hedge
+// auto) into o, checked against the drafter (exit 2 with a message).
 int cli_engine_options(const cli_options *c, const drafter_config *draft, engine_options *o);
 // The engine backend named by --backend (NULL: cpu); cuda is SG_EXIT_NO_GPU with a message when
 // there is no usable CUDA device or the build has no CUDA backend.

@@ -15,7 +15,7 @@
 #include "gpu/cuda_backend.h"
 #endif
 
-static const char *gate_shared_flags = "--fixture --target --draft --backend --json";
+static const char *gate_shared_flags = "--fixture --target --draft --backend --json --junit";
 
 static void gate_help(void) {
     printf("usage: sparkgate gate [options]\n\n"
@@ -49,7 +49,7 @@ static void gate_help(void) {
 }
 
 typedef struct {
-    const char *workload, *request, *junit, *fault;
+    const char *workload, *request, *fault;
     char *suite_lists[GATE_MAX_SELECTED]; // owned copies of --suite values (comma lists)
     int n_suite_lists;
 } gate_flags;
@@ -61,7 +61,6 @@ static int take_gate_flags(int *argc, char **argv, gate_flags *f) {
         const char *flag = argv[i];
         const char **slot = strcmp(flag, "--workload") == 0 ? &f->workload
                             : strcmp(flag, "--request") == 0 ? &f->request
-                            : strcmp(flag, "--junit") == 0   ? &f->junit
                             : strcmp(flag, "--fault") == 0   ? &f->fault
                                                              : NULL;
         int is_suite = strcmp(flag, "--suite") == 0;
@@ -135,7 +134,7 @@ static int gate_main(int argc, char **argv, gate_flags *f) {
     gate_report r;
     int st = gate_run(&o, &r);
     if (st == SG_OK) {
-        st = write_reports(&r, c.json, f->junit);
+        st = write_reports(&r, c.json, c.junit);
         if (st == SG_OK && !r.passed) st = SG_EXIT_FAIL;
         gate_report_free(&r);
     }

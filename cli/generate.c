@@ -1,7 +1,7 @@
 // cli/generate.c: `sparkgate generate`: decode one prompt with the reference decoder and, with a
 // drafter, replay it through the speculation simulator and print the counters it would produce;
-// with --backend cpu, decode it with the hedged speculative decoder (engine/) instead and print
-// the engine's tokens and counters.
+// with --backend cpu or cuda, decode it with the hedged speculative decoder (engine/) on that
+// backend instead and print the engine's tokens and counters.
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,20 +19,23 @@
 
 static const char *generate_flags =
     "--fixture --target --draft --no-draft --prompt --max-new --backend --temperature --seed "
-    "--stop --ignore-eos --hedge-cap --hedge-positions --chains --conf-threshold --block-layout --json";
+    "--stop --ignore-eos --hedge-cap --hedge-positions --chains --conf-threshold --block-layout "
+    "--page-size --pool-pages --max-spans --max-rows --hedge-auto --json";
 
 static void generate_help(void) {
     printf("usage: sparkgate generate [options]\n\n"
            "Decodes a prompt (token ids) with the plain CPU reference decoder and prints the token ids.\n"
            "With a drafter (the fixture's DSpark drafter by default) it then replays the request as the\n"
-           "hedged speculative decoder would and prints the counters (design.md §5) it must produce.\n\n"
+           "hedged speculative decoder would and prints the counters (design.md §5) it must produce.\n"
+           "With --backend cpu|cuda the hedged speculative decoder itself decodes it on that backend\n"
+           "and prints its own counters.\n\n"
            "  --fixture NAME|DIR     fixture set (default: %s)\n"
            "  --target DIR           target checkpoint folder (alone: no drafter)\n"
            "  --draft DIR            drafter checkpoint folder; --no-draft: none\n"
            "  --prompt 1,2,3         prompt token ids (default: the fixture's first sequential request)\n"
            "  --max-new N            tokens to generate [32]\n"
-           "  --backend ref|cpu      ref: the reference decoder (+ simulated counters); cpu: the\n"
-           "                         engine on the CPU backend (its own counters) [ref]\n"
+           "  --backend ref|cpu|cuda ref: the reference decoder (+ simulated counters); cpu, cuda:\n"
+           "                         the engine on that backend (its own counters) [ref]\n"
            "  --temperature T --seed N   seeded sampling (T > 0) instead of greedy\n"
            "  --stop 1,2             stop ids (kept in the output); EOS from the config unless --ignore-eos\n"
            "  --hedge-cap N          hedging on when N > 0 [0]\n"
@@ -41,7 +44,7 @@ static void generate_help(void) {
            "  --conf-threshold X     confidence truncation of drafts [off]\n"
            "  --block-layout L       anchor-first | anchor-drop [from the drafter config]\n"
            "  --page-size N --pool-pages N --max-spans N --max-rows N --hedge-auto\n"
-           "                         engine options (with --backend cpu; see sparkgate run --help)\n"
+           "                         engine options (with --backend cpu|cuda; see sparkgate run --help)\n"
            "  --json FILE            also write the result as JSON\n",
            SG_DEFAULT_FIXTURE);
 }
@@ -146,7 +149,7 @@ static int run_generate(const cli_options *o, generate_inputs *in) {
     return status;
 }
 
-// --backend cpu: the engine decodes the prompt; its own counters are printed.
+// --backend cpu|cuda: the engine decodes the prompt; its own counters are printed.
 static int run_engine(const cli_options *o, engine_options *eo, generate_inputs *in) {
     SG_TRY(load_inputs(o, in));
     SG_TRY(cli_engine_options(o, in->has_draft ? &in->draft.cfg : NULL, eo));
@@ -194,24 +197,23 @@ static int run_engine(const cli_options *o, engine_options *eo, generate_inputs 
 
 int cmd_generate(int argc, char **argv) {
     cli_options o;
-    engine_options eo;
-    engine_options_default(&eo);
-    char **args = sg_calloc((size_t)argc + 1, sizeof *args);
-    memcpy(args, argv, sizeof *args * (size_t)argc);
-    int n = argc, bad = cli_engine_flags(&n, args, &eo) != SG_OK ||
-                        cli_parse_options(n, args, generate_flags, &o) != SG_OK;
-    free(args);
-    if (bad) return cli_report(SG_EXIT_USAGE);
+    if (cli_parse_options(argc, argv, generate_flags, &o) != SG_OK) return cli_report(SG_EXIT_USAGE);
     if (o.help) {
         generate_help();
         return SG_OK;
     }
     if (o.n_positional) return cli_report(sg_fail(SG_EXIT_USAGE, "unexpected argument \"%s\"", o.positional[0]));
     if (o.draft && o.no_draft) return cli_report(sg_fail(SG_EXIT_USAGE, "--draft and --no-draft exclude each other"));
-    if (o.backend && strcmp(o.backend, "ref") != 0 && strcmp(o.backend, "cpu") != 0)
-        return cli_report(sg_fail(SG_EXIT_USAGE, "--backend %s: generate decodes with ref or cpu "
-                                                 "(the CUDA backend is not built)", o.backend));
-    int use_engine = o.backend && strcmp(o.backend, "cpu") == 0;
+    int use_engine = o.backend && strcmp(o.backend, "ref") != 0;
+    if (use_engine && strcmp(o.backend, "cpu") != 0 && strcmp(o.backend, "cuda") != 0)
+        return cli_report(sg_fail(SG_EXIT_USAGE, "--backend %s: generate decodes with ref, cpu or "
+                                                 "cuda", o.backend));
+    if (!use_engine && cli_engine_flag_given(&o))
+        return cli_report(sg_fail(SG_EXIT_USAGE, "%s is an engine option: it needs --backend cpu "
+                                                 "or cuda (the reference decoder has no pages or "
+                                                 "verify batch)", cli_engine_flag_given(&o)));
+    engine_options eo;
+    engine_options_default(&eo);
     generate_inputs in = {0};
     int status = use_engine ? run_engine(&o, &eo, &in) : run_generate(&o, &in);
     free(in.prompt);

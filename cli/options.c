@@ -81,6 +81,7 @@ int cli_parse_options(int argc, char **argv, const char *accepted, cli_options *
         // Flags without a value.
         if (strcmp(flag, "--no-draft") == 0) { o->no_draft = 1; continue; }
         if (strcmp(flag, "--ignore-eos") == 0) { o->ignore_eos = 1; continue; }
+        if (strcmp(flag, "--hedge-auto") == 0) { o->hedge_auto = 1; continue; }
         if (strcmp(flag, "--json") == 0 && (i + 1 == argc || argv[i + 1][0] == '-') &&
             accepts(accepted, "[json-optional]")) {
             o->json_stdout = 1;
@@ -95,6 +96,7 @@ int cli_parse_options(int argc, char **argv, const char *accepted, cli_options *
         else if (strcmp(flag, "--draft") == 0) o->draft = value;
         else if (strcmp(flag, "--backend") == 0) o->backend = value;
         else if (strcmp(flag, "--json") == 0) o->json = value;
+        else if (strcmp(flag, "--junit") == 0) o->junit = value;
         else if (strcmp(flag, "--set") == 0) o->set = value;
         else if (strcmp(flag, "--out") == 0) o->out = value;
         else if (strcmp(flag, "--manifest") == 0) o->manifest = value;
@@ -106,6 +108,10 @@ int cli_parse_options(int argc, char **argv, const char *accepted, cli_options *
         else if (strcmp(flag, "--seed") == 0) { SG_TRY(parse_long(flag, value, 0, 0x7fffffffL, &v)); o->seed = (uint64_t)v; o->has_seed = 1; }
         else if (strcmp(flag, "--hedge-cap") == 0) { SG_TRY(parse_long(flag, value, 0, 64, &v)); o->hedge_cap = (int)v; }
         else if (strcmp(flag, "--chains") == 0) { SG_TRY(parse_long(flag, value, 0, 16, &v)); o->chains = (int)v; }
+        else if (strcmp(flag, "--page-size") == 0) { SG_TRY(parse_long(flag, value, 1, 4096, &v)); o->page_size = (int)v; }
+        else if (strcmp(flag, "--pool-pages") == 0) { SG_TRY(parse_long(flag, value, 1, 1L << 24, &v)); o->pool_pages = (int)v; }
+        else if (strcmp(flag, "--max-spans") == 0) { SG_TRY(parse_long(flag, value, 1, 1 << 20, &v)); o->max_spans = (int)v; }
+        else if (strcmp(flag, "--max-rows") == 0) { SG_TRY(parse_long(flag, value, 1, 1 << 20, &v)); o->max_rows = (int)v; }
         else if (strcmp(flag, "--temperature") == 0) { SG_TRY(parse_double(flag, value, 0, 1e6, &d)); o->temperature = d; }
         else if (strcmp(flag, "--conf-threshold") == 0) { SG_TRY(parse_double(flag, value, 0, 1, &d)); o->conf_threshold = (float)d; }
         else if (strcmp(flag, "--block-layout") == 0) {
@@ -137,4 +143,13 @@ int cli_check_hedge(const cli_options *o, const drafter_config *draft) {
         return sg_fail(SG_EXIT_USAGE, "--hedge-positions: position %d is not below the %d draft positions",
                        o->hedge_positions[n - 1], drafts);
     return SG_OK;
+}
+
+const char *cli_engine_flag_given(const cli_options *o) {
+    return o->page_size    ? "--page-size"
+           : o->pool_pages ? "--pool-pages"
+           : o->max_spans  ? "--max-spans"
+           : o->max_rows   ? "--max-rows"
+           : o->hedge_auto ? "--hedge-auto"
+                           : NULL;
 }

@@ -33,7 +33,14 @@ typedef struct {
     float conf_threshold;
     int has_block_layout;
     block_layout layout;
+    // engine options (0: the engine's default; see engine/engine.h)
+    int page_size;
+    int pool_pages;
+    int max_spans;
+    int max_rows;
+    int hedge_auto;
     const char *json;
+    const char *junit;
     int help;
     // fixture subcommand
     const char *set;
@@ -50,5 +57,8 @@ typedef struct {
 int cli_parse_options(int argc, char **argv, const char *accepted, cli_options *o);
 // Checks the hedge options against each other and the drafter (exit 2 with a message).
 int cli_check_hedge(const cli_options *o, const drafter_config *draft);
+// The first engine-only flag given (--page-size, --pool-pages, --max-spans, --max-rows,
+// --hedge-auto), or NULL: for subcommands that take them only with an engine backend.
+const char *cli_engine_flag_given(const cli_options *o);
 
 #endif

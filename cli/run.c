@@ -1,12 +1,11 @@
 // cli/run.c: `sparkgate run WORKLOAD`: decodes every request of a workload with the hedged
 // speculative decoder (engine/) on a backend and prints, per request, its status (ok or rejected
 // with the reason; no verdict: the gates compare), tokens, counters and a digest summary; --json
-// writes everything, with the per-position digests. Also owns the engine-only flags (page size,
-// pool, verify capacity, auto controller) shared with `generate --backend cpu`.
+// writes everything, with the per-position digests. Also owns the mapping of the shared flags
+// (cli_options) onto engine options and the engine backend, used by `generate --backend cpu|cuda`
+// and `gate` too.
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <inttypes.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,46 +24,8 @@
 
 static const char *run_flags =
     "--fixture --target --draft --no-draft --backend --hedge-cap --hedge-positions --chains "
-    "--conf-threshold --block-layout --json";
-
-static const struct {
-    const char *flag;
-    size_t offset;
-    long lo, hi;
-} engine_int_flags[] = {
-    {"--page-size", offsetof(engine_options, page_size), 1, 4096},
-    {"--pool-pages", offsetof(engine_options, pool_pages), 1, 1L << 24},
-    {"--max-spans", offsetof(engine_options, max_spans), 1, 1 << 20},
-    {"--max-rows", offsetof(engine_options, max_rows), 1, 1 << 20},
-};
-
-int cli_engine_flags(int *argc, char **argv, engine_options *o) {
-    int out = 0;
-    for (int i = 0; i < *argc; i++) {
-        if (strcmp(argv[i], "--hedge-auto") == 0) {
-            o->hedge_auto = 1;
-            continue;
-        }
-        size_t k = 0, n = sizeof engine_int_flags / sizeof *engine_int_flags;
-        while (k < n && strcmp(argv[i], engine_int_flags[k].flag) != 0) k++;
-        if (k == n) {
-            argv[out++] = argv[i];
-            continue;
-        }
-        if (i + 1 == *argc) return sg_fail(SG_EXIT_USAGE, "%s needs a value", argv[i]);
-        char *end;
-        errno = 0;
-        long v = strtol(argv[i + 1], &end, 10);
-        if (errno || end == argv[i + 1] || *end || v < engine_int_flags[k].lo ||
-            v > engine_int_flags[k].hi)
-            return sg_fail(SG_EXIT_USAGE, "%s: expected an integer in [%ld, %ld], got \"%s\"",
-                           argv[i], engine_int_flags[k].lo, engine_int_flags[k].hi, argv[i + 1]);
-        *(int *)((char *)o + engine_int_flags[k].offset) = (int)v;
-        i++;
-    }
-    *argc = out;
-    return SG_OK;
-}
+    "--conf-threshold --block-layout --page-size --pool-pages --max-spans --max-rows --hedge-auto "
+    "--json";
 
 int cli_engine_options(const cli_options *c, const drafter_config *draft, engine_options *o) {
     SG_TRY(cli_check_hedge(c, draft));
@@ -77,6 +38,11 @@ int cli_engine_options(const cli_options *c, const drafter_config *draft, engine
     o->chains = c->chains;
     o->conf_threshold = c->conf_threshold;
     o->layout = c->has_block_layout ? (int)c->layout : -1;
+    o->page_size = c->page_size;
+    o->pool_pages = c->pool_pages;
+    o->max_spans = c->max_spans;
+    o->max_rows = c->max_rows;
+    o->hedge_auto = c->hedge_auto;
     return SG_OK;
 }
 
@@ -233,16 +199,8 @@ static int run_workload(const cli_options *o, engine_options *eo, run_state *s) 
 }
 
 int cmd_run(int argc, char **argv) {
-    engine_options eo;
-    engine_options_default(&eo);
-    char **args = sg_calloc((size_t)argc + 1, sizeof *args);
-    memcpy(args, argv, sizeof *args * (size_t)argc);
-    int n = argc;
     cli_options o;
-    int status = cli_engine_flags(&n, args, &eo);
-    if (status == SG_OK) status = cli_parse_options(n, args, run_flags, &o);
-    free(args);
-    if (status != SG_OK) return cli_report(SG_EXIT_USAGE);
+    if (cli_parse_options(argc, argv, run_flags, &o) != SG_OK) return cli_report(SG_EXIT_USAGE);
     if (o.help) {
         run_help();
         return SG_OK;
@@ -251,8 +209,10 @@ int cmd_run(int argc, char **argv) {
         return cli_report(sg_fail(SG_EXIT_USAGE, "run needs exactly one WORKLOAD (a suite name "
                                                  "or a .json file); see --help"));
     if (o.draft && o.no_draft) return cli_report(sg_fail(SG_EXIT_USAGE, "--draft and --no-draft exclude each other"));
+    engine_options eo;
+    engine_options_default(&eo);
     run_state s = {0};
-    status = run_workload(&o, &eo, &s);
+    int status = run_workload(&o, &eo, &s);
     engine_destroy(s.e);
     if (s.be) s.be->destroy(s.be);
     if (s.has_w) workload_free(&s.w);

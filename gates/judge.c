@@ -194,7 +194,8 @@ static void logits_failure(const gate_ctx *g, gate_suite *s, const char *name, c
 // The verdict of one finished or rejected request; *v filled. Returns 0 when the reference
 // cannot decode it (recorded as a verdict failure).
 static int judge_request(gate_ctx *g, gate_suite *s, const char *name, const run_plan *p,
-                         const sg_request *r, const run_request *q, verdict *v) {
+                         const sg_request *r, const run_request *q, int identical_only,
+                         verdict *v) {
     int V = g->target->cfg.vocab_size, rejected = q->status == ENGINE_REJECTED;
     const ref_output *ref = NULL;
     if (!rejected && !r->expect_rejected && ref_cache_get(&g->refs, r, &ref) != SG_OK) {
@@ -204,6 +205,7 @@ static int judge_request(gate_ctx *g, gate_suite *s, const char *name, const run
     }
     verdict_input in = {.V = V, .tol = g->tol, .expect_rejected = r->expect_rejected,
                         .rejected = rejected, .sampled = r->temperature > 0.0,
+                        .identical_only = identical_only,
                         .eng_tokens = q->tokens, .n_eng = q->n, .eng_rows = q->rows};
     float *tf = NULL;
     if (ref) {
@@ -233,7 +235,7 @@ static int judge_request(gate_ctx *g, gate_suite *s, const char *name, const run
 }
 
 void judge_run(gate_ctx *g, gate_suite *s, const char *name, const run_plan *p,
-               const suite_workload *w, const run_result *r, int primary) {
+               const suite_workload *w, const run_result *r, int primary, int identical_only) {
     if (primary) {
         s->counters = r->total;
         s->max_abs_dlogit = 0.0;
@@ -247,7 +249,7 @@ void judge_run(gate_ctx *g, gate_suite *s, const char *name, const run_plan *p,
         if (q->status != ENGINE_DONE && q->status != ENGINE_REJECTED) {
             suite_fail(s, CHECK_VERDICT, rq->id,
                        "%s run: the request did not finish (the engine stopped)\n", name);
-        } else if (!judge_request(g, s, name, p, rq, q, &v)) {
+        } else if (!judge_request(g, s, name, p, rq, q, identical_only, &v)) {
             v.kind = VERDICT_MISMATCH;
             v.passed = 0;
         }

@@ -34,9 +34,10 @@ int suite_run(gate_ctx *g, gate_suite *s, const char *name, const run_plan *p,
 // The verdict of every request of run r against the reference (verdict), and its |Δlogit| within
 // the tolerance (logits) over the positions whose prefix the engine and the reference share (a
 // MISMATCH's too, up to its first difference). primary: the requests become the suite's reported
-// requests, their verdicts, counters and |Δlogit| the suite's.
+// requests, their verdicts, counters and |Δlogit| the suite's. identical_only: a TIE fails too
+// (the hedge suites require every request IDENTICAL; elsewhere a TIE passes, design.md §4).
 void judge_run(gate_ctx *g, gate_suite *s, const char *name, const run_plan *p,
-               const suite_workload *w, const run_result *r, int primary);
+               const suite_workload *w, const run_result *r, int primary, int identical_only);
 
 // Run b against run a within the backend: every request of b (wb's request i is a's map[i], or i
 // when map is NULL) has a's status, tokens and per-position logits and tap digests, and, with

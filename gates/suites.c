@@ -6,7 +6,8 @@
 //   draft_headroom    exactly at the limit runs, one past is REJECTED with its reason, the others
 //                     are unaffected (equal to a run without the refused ones) (hedged)
 //   tiny_pool         the smallest pool every request fits: requests wait, the pool ends whole
-//   hedge_sequential  sequential, hedged: hedged rounds, chain wins, loss rounds > 0
+//   hedge_sequential  sequential, hedged: hedged rounds, chain wins, loss rounds > 0, and every
+//                     request IDENTICAL (a TIE, which passes elsewhere, fails here)
 //   hedge_concurrent  concurrent, hedged: the same
 //   invariance        plain, unhedged and hedged runs over batch compositions, verify capacities
 //                     and chain counts: identical tokens and digests within the backend
@@ -58,14 +59,15 @@ static int load1(const gate_ctx *g, const char *name, suite_workload *w) {
     return suite_workload_load(g, names, 1, w);
 }
 
-// Loads `workload`, makes one run, judges it (the primary run); hedge: the hedge gate too.
+// Loads `workload`, makes one run, judges it (the primary run); hedge: the hedge gate too, and
+// every request must be IDENTICAL (a TIE fails).
 static int judged_suite(gate_ctx *g, gate_suite *s, const char *workload, const char *name,
                         const run_plan *p, int hedge) {
     suite_workload w;
     SG_TRY(load1(g, workload, &w));
     run_result r;
     if (suite_run(g, s, name, p, &w, &r)) {
-        judge_run(g, s, name, p, &w, &r, 1);
+        judge_run(g, s, name, p, &w, &r, 1, hedge);
         if (hedge) check_hedge(s, name, &r.total);
         run_result_free(&r);
     }
@@ -130,7 +132,7 @@ static int suite_draft_headroom(gate_ctx *g, gate_suite *s) {
     const char *name = hedged_name(g);
     run_result r;
     if (suite_run(g, s, name, &p, &w, &r)) {
-        judge_run(g, s, name, &p, &w, &r, 1);
+        judge_run(g, s, name, &p, &w, &r, 1, 0);
         for (int i = 0; i < w.n; i++)
             if (r.req[i].status == ENGINE_REJECTED && !strstr(r.req[i].reason, "draft headroom"))
                 suite_fail(s, CHECK_REJECT, w.reqs[i].id,
@@ -178,7 +180,7 @@ static int suite_tiny_pool(gate_ctx *g, gate_suite *s) {
     snprintf(name, sizeof name, "%s, pool of %d pages", hedged_name(g), pages);
     run_result r;
     if (suite_run(g, s, name, &p, &w, &r)) {
-        judge_run(g, s, name, &p, &w, &r, 1);
+        judge_run(g, s, name, &p, &w, &r, 1, 0);
         int waited = 0;
         for (int i = 0; i < w.n; i++) waited += r.req[i].waited;
         if (w.n > 1 && waited == 0)
@@ -237,7 +239,7 @@ static int suite_invariance(gate_ctx *g, gate_suite *s) {
     run_plan base_plan = invariance_plan(g, &invariance_runs[0]);
     run_result base;
     if (suite_run(g, s, invariance_runs[0].name, &base_plan, &w, &base)) {
-        judge_run(g, s, invariance_runs[0].name, &base_plan, &w, &base, 1);
+        judge_run(g, s, invariance_runs[0].name, &base_plan, &w, &base, 1, 0);
         for (int k = 1; k < n_runs; k++) {
             const invariance_run *v = &invariance_runs[k];
             if (v->hedged && !g->can_hedge) continue;
@@ -308,7 +310,7 @@ static int suite_oracles(gate_ctx *g, gate_suite *s) {
         p.refs = refs;
         run_result r;
         if (!suite_run(g, s, oracles[k].name, &p, &w, &r)) continue;
-        judge_run(g, s, oracles[k].name, &p, &w, &r, k == 0);
+        judge_run(g, s, oracles[k].name, &p, &w, &r, k == 0, 0);
         check_oracle(s, oracles[k].name, oracles[k].kind, &w, &r, refs);
         run_result_free(&r);
     }
@@ -328,7 +330,7 @@ static int suite_counters(gate_ctx *g, gate_suite *s) {
         g->can_hedge ? "hedged, each request alone" : "unhedged, each request alone";
     run_result r, again, u;
     if (suite_run(g, s, hname, &hedged, &w, &r)) {
-        judge_run(g, s, hname, &hedged, &w, &r, 1);
+        judge_run(g, s, hname, &hedged, &w, &r, 1, 0);
         compare_simulator(g, s, hname, &hedged, &w, &r);
         if (suite_run(g, s, "rerun", &hedged, &w, &again)) {
             compare_runs(g, s, CHECK_RERUN, 1, hname, &hedged, &r, "rerun", &hedged, &again, &w,
@@ -353,9 +355,9 @@ const suite_def gate_suite_defs[GATE_N_SUITES] = {
      suite_draft_headroom},
     {"tiny_pool", "the smallest pool: requests wait, outputs identical, pool whole", 0,
      suite_tiny_pool},
-    {"hedge_sequential", "sequential, hedged: hedged rounds, chain wins, loss rounds", 1,
+    {"hedge_sequential", "sequential, hedged: hedged rounds, chain wins, losses; all IDENTICAL", 1,
      suite_hedge_sequential},
-    {"hedge_concurrent", "concurrent, hedged: hedged rounds, chain wins, loss rounds", 1,
+    {"hedge_concurrent", "concurrent, hedged: hedged rounds, chain wins, losses; all IDENTICAL", 1,
      suite_hedge_concurrent},
     {"invariance", "plain/unhedged/hedged over compositions: identical tokens and digests", 0,
      suite_invariance},

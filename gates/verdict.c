@@ -127,6 +127,14 @@ void verdict_judge(const verdict_input *in, verdict *out) {
                out->tf_fail, out->tf_gap);
         return;
     }
+    if (in->identical_only) {
+        decide(out, VERDICT_TIE, 0,
+               "a TIE (the reference's margin %.4g nat is below the tolerance %.4g and every later "
+               "token passes the teacher-forced check), but this suite requires every request "
+               "IDENTICAL",
+               out->tie_margin, in->tol);
+        return;
+    }
     decide(out, VERDICT_TIE, 1,
            "the reference's margin %.4g nat is below the tolerance %.4g and every later token "
            "passes the teacher-forced check",

@@ -1,5 +1,6 @@
-// tests/test_cli.c: the sparkgate program end to end: usage errors (exit 2), bad input (exit 3),
-// --help, and a generate run on the default fixture.
+// tests/test_cli.c: the sparkgate program end to end: usage errors (exit 2; bad values of the
+// shared flags, engine ones included), bad input (exit 3), --help, and a generate run on the
+// default fixture.
 // ctest-labels: cpu;unit
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +26,21 @@ START_TEST(usage_errors_exit_2) {
     expect("generate --max-new", 2, "needs a value");
     expect("generate --prompt 1,,2", 2, "--prompt");
     expect("generate --temperature -1", 2, "--temperature");
-    expect("generate --backend cuda", 2, "--backend cuda");
+    expect("generate --backend tpu", 2, "--backend tpu");
+    // The shared engine flags: values checked while parsing (exit 2 naming the flag), and refused
+    // with the reference decoder, which has no pages or verify batch.
+    expect("generate --page-size 0", 2, "--page-size: expected an integer in [1, 4096]");
+    expect("generate --page-size 4097", 2, "--page-size");
+    expect("generate --pool-pages x", 2, "--pool-pages: expected an integer");
+    expect("generate --max-spans 0", 2, "--max-spans: expected an integer");
+    expect("generate --max-rows -3", 2, "--max-rows: expected an integer");
+    expect("generate --max-rows", 2, "--max-rows needs a value");
+    expect("generate --page-size 8", 2, "--page-size is an engine option");
+    expect("generate --backend ref --hedge-auto", 2, "--hedge-auto is an engine option");
+    expect("run sequential --pool-pages 0", 2, "--pool-pages");
+    expect("run sequential --max-spans 2x", 2, "--max-spans");
+    expect("gate --page-size 8", 2, "unknown option --page-size");
+    expect("gate --junit", 2, "--junit needs a value");
     expect("generate --block-layout sideways", 2, "--block-layout");
     expect("generate --hedge-positions 2,1 --hedge-cap 1", 2, "strictly increasing");
     expect("generate --hedge-positions 0,1 --chains 3 --hedge-cap 1", 2, "--chains 3");

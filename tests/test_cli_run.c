@@ -1,7 +1,8 @@
-// tests/test_cli_run.c: `sparkgate run WORKLOAD` and `sparkgate generate --backend cpu` end to end
-// on the tiny fixture: per-request status (ok / rejected with the reason), tokens equal between
-// hedged and unhedged runs and equal to the reference decoder's, counters and digests in the
-// JSON, and the exit statuses (0 ok, 2 usage, 3 bad input, 77 no CUDA backend).
+// tests/test_cli_run.c: `sparkgate run WORKLOAD` and `sparkgate generate --backend cpu|cuda` end
+// to end on the tiny fixture: per-request status (ok / rejected with the reason), tokens equal
+// between hedged and unhedged runs and equal to the reference decoder's, counters and digests in
+// the JSON, the shared engine flags reaching the engine, and the exit statuses (0 ok, 2 usage,
+// 3 bad input, 77 no CUDA backend).
 // ctest-labels: cpu;unit
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -79,6 +80,15 @@ START_TEST(test_run_rejects_and_errors) {
            fixture_dir, fixture_dir);
     expect(2, "exactly one WORKLOAD", "run --fixture %s%s", fixture_dir, "");
     expect(2, "--page-size", "run sequential --fixture %s --page-size 0%s", fixture_dir, "");
+    // The engine flags reach the engine: 7 rows cannot hold one span of B + 1 = 8 rows, and one
+    // verify span per round leaves no room for a hedge chain.
+    expect(2, "--max-rows 7", "run sequential --fixture %s --max-rows 7%s", fixture_dir, "");
+    for (int spans = 0; spans < 2; spans++) {
+        expect(0, "total over 6 requests", spans ? "run sequential --fixture %s --hedge-cap 2%s"
+               : "run sequential --fixture %s --hedge-cap 2 --max-spans 1%s", fixture_dir, "");
+        const char *total = strstr(output, "total over 6 requests");
+        ck_assert_msg((strstr(total, "hedged 0, wins 0") != NULL) == !spans, "%s", total);
+    }
     expect(3, "nosuch", "run nosuch --fixture %s%s", fixture_dir, "");
     expect(77, "CUDA", "run sequential --fixture %s --backend cuda%s", fixture_dir, "");
     expect(0, "--pool-pages", "run --help%s%s", "", "");
@@ -97,10 +107,34 @@ START_TEST(test_generate_cpu_matches_ref) {
     ck_assert(cJSON_Compare(cJSON_GetObjectItem(c, "tokens"), cJSON_GetObjectItem(r, "tokens"), 1));
     ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(c, "tokens")), 40);
     ck_assert_int_gt(cJSON_GetObjectItem(cJSON_GetObjectItem(c, "counters"), "rounds")->valueint, 0);
-    cJSON_Delete(c);
     cJSON_Delete(r);
     expect(0, "no drafter", "generate --fixture %s --backend cpu --no-draft --temperature 1.5 "
            "--seed 3%s", fixture_dir, "");
+    // The engine flags reach the engine with generate --backend cpu too: the same tokens on
+    // pages of 4 positions and a small verify batch; a pool, a row limit and the auto controller
+    // refused by the engine with its reasons.
+    snprintf(b, sizeof b, "%s/pages.json", tmp);
+    expect(0, "hedge cap 4", "generate --fixture %s --backend cpu --hedge-cap 4 --hedge-positions "
+           "0,1 --max-new 40 --page-size 4 --max-spans 8 --max-rows 64 --json %s", fixture_dir, b);
+    cJSON *p = load_json(b);
+    ck_assert(cJSON_Compare(cJSON_GetObjectItem(c, "tokens"), cJSON_GetObjectItem(p, "tokens"), 1));
+    cJSON_Delete(p);
+    cJSON_Delete(c);
+    expect(2, "raise --pool-pages", "generate --fixture %s --backend cpu --max-new 40 "
+           "--pool-pages 3%s", fixture_dir, "");
+    expect(2, "--max-rows 7", "generate --fixture %s --backend cpu --max-rows 7%s", fixture_dir,
+           "");
+    expect(2, "needs --hedge-cap", "generate --fixture %s --backend cpu --hedge-auto%s",
+           fixture_dir, "");
+    expect(2, "--page-size: expected", "generate --fixture %s --backend cpu --page-size 0%s",
+           fixture_dir, "");
+    // --backend cuda: 77 while no CUDA device (or backend) is usable, the engine's run where one is.
+    char args[1200];
+    snprintf(args, sizeof args, "generate --fixture %s --backend cuda --max-new 8", fixture_dir);
+    int got = run_cli(args);
+    ck_assert_msg((got == 77 && strstr(output, "CUDA")) ||
+                      (got == 0 && strstr(output, "engine (cuda backend")), "exit %d\n%s", got,
+                  output);
 }
 END_TEST
 

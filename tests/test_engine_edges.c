@@ -1,10 +1,13 @@
 // tests/test_engine_edges.c: edge cases of the engine's rounds and scheduler on the tiny fixture:
 // stop ids at every early position of greedy outputs (inside spans and inside chain suffixes:
-// each candidate is truncated before the winner is chosen), max_new_tokens 1 and 2, prompts of
-// length 1, a pool that makes requests wait and one request that can never fit (rejected while
-// the others run), the draft-headroom boundary with and without a drafter, the verify capacity
-// with the span, row and scratch limits each binding (chains_dropped_capacity stays 0), NaN in the
-// target head and in the Markov head (hard errors naming request and position), and bad options.
+// each candidate is truncated before the winner is chosen), a deliberate stop inside the accepted
+// suffix of a ladder that would win without it (observed through the round hook: a loss round
+// won by chain A, where comparing raw accepted lengths would pick the ladder), max_new_tokens 1
+// and 2, prompts of length 1, a pool that makes requests wait and one request that can never fit
+// (rejected while the others run), the draft-headroom boundary with and without a drafter, the
+// verify capacity with the span, row and scratch limits each binding (chains_dropped_capacity
+// stays 0), NaN in the target head and in the Markov head (hard errors naming request and
+// position), and bad options.
 // ctest-labels: cpu;unit
 #include <math.h>
 #include <string.h>
@@ -83,6 +86,137 @@ START_TEST(test_stops_everywhere) {
     }
     ck_assert_int_ge(cases, 20);
     ck_assert_int_gt(truncated_hedged, 0);
+    workload_free(&w);
+}
+END_TEST
+
+// The engine's round hook: every round of the (one) request, in order.
+#define MAX_LOGGED 256
+typedef struct {
+    int n;
+    struct {
+        int anchor, drafted, chain, n_accepted, retained;
+    } r[MAX_LOGGED];
+} round_log;
+
+static void log_round(void *ctx, int req, int round, int anchor_pos, int drafted, int chain,
+                      int n_accepted, int retained) {
+    round_log *l = ctx;
+    ck_assert_int_eq(req, 0);
+    ck_assert_int_eq(round, l->n + 1);
+    ck_assert_int_lt(l->n, MAX_LOGGED);
+    l->r[l->n].anchor = anchor_pos;
+    l->r[l->n].drafted = drafted;
+    l->r[l->n].chain = chain;
+    l->r[l->n].n_accepted = n_accepted;
+    l->r[l->n++].retained = retained;
+}
+
+// Runs r alone with options o, the round hook logging into *log and the given fault (or none);
+// the request's counters and generated length come back through *counters and *n_generated.
+static void run_logged(const sg_request *r, engine_options o, engine_fault fault, round_log *log,
+                       spec_counters *counters, int *n_generated) {
+    engine_hooks hk = {.ctx = log, .round = log_round, .fault = fault};
+    memset(log, 0, sizeof *log);
+    o.hooks = &hk;
+    sg_workload w = {.requests = (sg_request *)r, .n_requests = 1};
+    sg_backend *be;
+    sg_engine *e = ef_run(&M, &M.dspark, &o, &w, 0, 1, &be);
+    engine_result x;
+    engine_result_of(e, 0, &x);
+    ck_assert_int_eq(x.status, ENGINE_DONE);
+    *counters = x.counters;
+    *n_generated = x.n_generated;
+    ef_free(e, be);
+}
+
+// The seed's follow-up defect (dspark-spec.md §5, verify side 3): a stop token inside a chain's
+// accepted suffix must truncate that candidate BEFORE the winner is chosen. Scenario, built from
+// the tiny fixture's own hedged rounds: in a round won by the ladder j (hook: chain j, n_j raw
+// accepted drafts), A broke at its draft P_j (a ladder only beats A by branching exactly at A's
+// break, with the runner-up that is the true token there). Make that true token, at generated
+// index P_j of the round, a stop id (its first occurrence in the output). Then A's candidate is
+// its P_j accepted drafts + the bonus = the stop, retained P_j + 1; the ladder's is cut after its
+// accepted draft P_j = the stop, retained P_j + 1 too: a tie, which keeps A. So the round must be
+// a LOSS round won by A with n = P_j (accepted += P_j, bonus += 1), the request's last, the output
+// that of ref_generate and the counters those of ref_simulate; the naive rule (raw accepted
+// lengths compared before truncation: n_j > P_j) would have picked the ladder, and an engine that
+// hands such a tie to the chain (the tie-to-chain fault) fails these checks.
+START_TEST(test_stop_in_discarded_chain_suffix) {
+    sg_workload w;
+    ef_workload(&M, "sequential", &w);
+    engine_options o = ef_hedged();
+    int cases = 0;
+    for (int i = 0; i < w.n_requests && cases < 4; i++) {
+        sg_request r = w.requests[i];
+        ck_assert_int_eq(r.n_stop, 0);
+        r.arrival_step = 0;
+        ref_output full;
+        ef_ref(&M, &M.dspark, &r, &full);
+        ref_sim_result sim_full;
+        ref_sim_options so = {.hedge_cap = 8, .n_positions = 3, .chains = 3, .layout = -1,
+                              .positions = {0, 1, 2}};
+        ck_assert_int_eq(ref_simulate(&M.target, &M.dspark, &full, r.max_new_tokens, 0.0, &so,
+                                      &sim_full), SG_OK);
+        round_log free_log;
+        spec_counters c_free;
+        int n_free;
+        run_logged(&r, o, ENGINE_FAULT_NONE, &free_log, &c_free, &n_free);
+        ck_assert_int_eq(free_log.n, sim_full.n_rounds);
+        const int *gen = full.tokens + full.n_prompt;
+        for (int k = 0; k < free_log.n && cases < 4; k++) {
+            int j = free_log.r[k].chain;
+            if (j < 0) continue;
+            int pj = o.positions[j], p = free_log.r[k].anchor, n_j = free_log.r[k].n_accepted;
+            ck_assert_int_eq(sim_full.rounds[k].n_a, pj); // A broke at the ladder's branch
+            ck_assert_int_gt(n_j, pj);
+            int g = p + 1 + pj - full.n_prompt, stop = gen[g], first = 1;
+            for (int t = 0; t < g; t++) first &= gen[t] != stop;
+            if (!first) continue;
+            cases++;
+            r.stop = &stop;
+            r.n_stop = 1;
+            ref_sim_result sim;
+            check_alone(&r, &o, &sim); // tokens = ref_generate's, counters = ref_simulate's
+            round_log log;
+            spec_counters c;
+            int n_gen;
+            run_logged(&r, o, ENGINE_FAULT_NONE, &log, &c, &n_gen);
+            ck_assert_int_eq(n_gen, g + 1);
+            ck_assert(counters_equal(&c, &sim.counters));
+            // The same rounds up to round k, which is the last, a loss round won by A.
+            ck_assert_int_eq(log.n, k + 1);
+            for (int t = 0; t < k; t++)
+                ck_assert(memcmp(&log.r[t], &free_log.r[t], sizeof log.r[t]) == 0);
+            ck_assert_int_eq(log.r[k].anchor, p);
+            ck_assert_int_eq(log.r[k].chain, -1);
+            ck_assert_int_eq(log.r[k].n_accepted, pj);
+            ck_assert_int_eq(log.r[k].retained, pj + 1);
+            ck_assert_int_eq(sim.n_rounds, k + 1);
+            ck_assert_int_gt(sim.rounds[k].chain_spans, 0); // a hedged round...
+            ck_assert_int_eq(sim.rounds[k].winner, 0);      // ...that A won: a loss round
+            int wins = 0;
+            for (int t = 0; t < k; t++) wins += log.r[t].chain >= 0;
+            ck_assert_int_eq(c.chain_wins, wins);
+            // The naive rule: the ladder's raw accepted drafts (the stop-free run's round k, the
+            // same drafts and verify) against A's (this run's round k): it picks the ladder.
+            ck_assert_int_gt(free_log.r[k].n_accepted, log.r[k].n_accepted);
+            // An engine that gives this tie to the chain is caught by the checks above.
+            round_log bad;
+            spec_counters c_bad;
+            int n_bad;
+            run_logged(&r, o, ENGINE_FAULT_TIE_TO_CHAIN, &bad, &c_bad, &n_bad);
+            ck_assert_int_eq(bad.n, k + 1);
+            ck_assert_int_ge(bad.r[k].chain, 0);
+            ck_assert(!counters_equal(&c_bad, &sim.counters));
+            ref_sim_result_free(&sim);
+            r.stop = NULL;
+            r.n_stop = 0;
+        }
+        ref_sim_result_free(&sim_full);
+        ref_output_free(&full);
+    }
+    ck_assert_int_ge(cases, 1);
     workload_free(&w);
 }
 END_TEST
@@ -299,6 +433,7 @@ int main(void) {
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_stops_everywhere);
+    tcase_add_test(tc, test_stop_in_discarded_chain_suffix);
     tcase_add_test(tc, test_short_requests);
     tcase_add_test(tc, test_pool_waits_and_rejects);
     tcase_add_test(tc, test_headroom_boundary);

@@ -3,9 +3,13 @@
 // output; the draft oracles accept everything / nothing; reversed submission keeps the given
 // order), gate_run over selected suites (passing, the report's requests and counters, the
 // provenance), one request, a workload file, a checkpoint pair without a Markov head (hedge suites
-// skipped), a fault, an engine that stops on NaN logits, and its option and input errors.
+// skipped), a fault, a TIE (the fixture's tolerance widened) passing sequential but failing the
+// hedge suites, an engine that stops on NaN logits, and its option and input errors.
 // ctest-labels: cpu;unit
+#include <cjson/cJSON.h>
+#include <dirent.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/file.h"
 #include "common/safetensors.h"
@@ -224,6 +228,85 @@ START_TEST(test_gate_run_fault) {
 }
 END_TEST
 
+// The fixture with its declared tolerance raised to 1000 nat (fixture.json rewritten, the rest
+// linked): the flip-draft fault's one changed token is then within tolerance, a TIE.
+static void wide_tol_fixture(char *dir, size_t size) {
+    tu_tmpdir(dir, size);
+    DIR *d = opendir(M.fx.dir);
+    ck_assert_ptr_nonnull(d);
+    char from[FIXTURE_PATH_MAX + 300], to[900];
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.' || strcmp(e->d_name, "fixture.json") == 0) continue;
+        snprintf(from, sizeof from, "%s/%s", M.fx.dir, e->d_name);
+        snprintf(to, sizeof to, "%s/%s", dir, e->d_name);
+        ck_assert_int_eq(symlink(from, to), 0);
+    }
+    closedir(d);
+    char *text;
+    size_t len;
+    snprintf(from, sizeof from, "%s/fixture.json", M.fx.dir);
+    ck_assert_int_eq(file_read_all(from, &text, &len), SG_OK);
+    cJSON *j = cJSON_ParseWithLength(text, len);
+    free(text);
+    ck_assert_ptr_nonnull(j);
+    cJSON_ReplaceItemInObject(j, "tol", cJSON_CreateNumber(1000.0));
+    text = cJSON_Print(j);
+    snprintf(to, sizeof to, "%s/fixture.json", dir);
+    tu_write_file(to, text, strlen(text));
+    free(text);
+    cJSON_Delete(j);
+}
+
+// A TIE passes sequential (design.md §4) but fails the hedge suites, which require every request
+// IDENTICAL; the failure says why and still gives the report of a verdict failure.
+START_TEST(test_gate_run_tie_fails_hedge_suites) {
+    char dir[512];
+    wide_tol_fixture(dir, sizeof dir);
+    sg_backend *be = cpu_backend_create();
+    gate_options o = options(be);
+    o.fixture = dir;
+    o.suites[0] = "sequential";
+    o.suites[1] = "hedge_sequential";
+    o.suites[2] = "hedge_concurrent";
+    o.n_suites = 3;
+    o.fault = "flip-draft";
+    gate_report r;
+    ck_assert_msg(gate_run(&o, &r) == SG_OK, "%s", sg_error());
+    ck_assert(r.tol == 1000.0);
+    ck_assert(!r.passed);
+    const gate_suite *seq = &r.suites[0];
+    ck_assert_int_eq(seq->faults_injected, 1);
+    ck_assert_int_eq(seq->verdicts[VERDICT_TIE], 1);
+    ck_assert_int_eq(seq->verdicts[VERDICT_IDENTICAL], 5);
+    ck_assert_msg(seq->passed, "%s", seq->n_failures ? seq->failures[0].text : "");
+    for (int k = 1; k < 3; k++) {
+        const gate_suite *h = &r.suites[k];
+        ck_assert_int_eq(h->faults_injected, 1);
+        ck_assert_int_eq(h->verdicts[VERDICT_TIE], 1);
+        ck_assert_int_eq(h->verdicts[VERDICT_MISMATCH], 0);
+        ck_assert(!h->passed);
+        ck_assert_int_eq(h->n_failures, 1);
+        const gate_failure *f = &h->failures[0];
+        ck_assert_int_eq(f->check, CHECK_VERDICT);
+        static const char *parts[] = {"TIE: a TIE", "requires every request IDENTICAL",
+                                      "first difference at generated token", "reference top-2:",
+                                      "replay: sparkgate gate --suite hedge_"};
+        for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
+            ck_assert_msg(strstr(f->text, parts[i]), "lacks \"%s\":\n%s", parts[i], f->text);
+        int tie_requests = 0;
+        for (int i = 0; i < h->n_requests; i++)
+            if (h->requests[i].verdict == VERDICT_TIE) {
+                tie_requests++;
+                ck_assert(!h->requests[i].passed);
+                ck_assert_str_eq(f->request, h->requests[i].id);
+            }
+        ck_assert_int_eq(tie_requests, 1);
+    }
+    gate_report_free(&r);
+    be->destroy(be);
+}
+END_TEST
+
 // A copy of the target whose final norm weight starts with a NaN: every logits row is NaN.
 static void nan_target(char *dir, size_t size) {
     tu_tmpdir(dir, size);
@@ -327,6 +410,7 @@ int main(void) {
     tcase_add_test(tc, test_gate_run_suites);
     tcase_add_test(tc, test_gate_run_pair_without_markov);
     tcase_add_test(tc, test_gate_run_fault);
+    tcase_add_test(tc, test_gate_run_tie_fails_hedge_suites);
     tcase_add_test(tc, test_gate_run_engine_error);
     tcase_add_test(tc, test_gate_run_errors);
     suite_add_tcase(s, tc);

@@ -1,8 +1,9 @@
 // tests/test_gate_verdict.c: gates/verdict.c: the verdicts of design.md §4 on synthetic logits rows
 // (IDENTICAL; REJECTED where expected or not; MISMATCH at a wide margin, past a difference, on
 // lengths; TIE below the tolerance with the teacher-forced check of every later token, and its
-// failures; sampled requests never tie), |Δlogit| over the common prefix only, NaN handling, the
-// top-5 order, and the teacher-forced reference rows on the tiny fixture.
+// failures; a TIE failing where the suite requires IDENTICAL (identical_only); sampled requests
+// never tie), |Δlogit| over the common prefix only, NaN handling, the top-5 order, and the
+// teacher-forced reference rows on the tiny fixture.
 // ctest-labels: cpu;unit
 #include <math.h>
 #include <string.h>
@@ -128,6 +129,21 @@ START_TEST(test_tie) {
     ck_assert_int_eq(v.tf_fail, -1);
     ck_assert_int_eq(v.dlogit_pos, 5); // the teacher-forced rows count after the difference
     ck_assert_double_eq_tol(v.max_abs_dlogit, 0.005, 1e-6);
+    // The hedge suites require IDENTICAL: the same TIE is reported as TIE but fails, saying why.
+    in.identical_only = 1;
+    verdict_judge(&in, &v);
+    ck_assert_int_eq(v.kind, VERDICT_TIE);
+    ck_assert(!v.passed);
+    ck_assert_int_eq(v.diff, 2);
+    ck_assert_msg(strstr(v.why, "requires every request IDENTICAL") && strstr(v.why, "0.01"),
+                  "%s", v.why);
+    // identical_only changes nothing else: IDENTICAL passes, a wide margin is still MISMATCH.
+    agree();
+    verdict_judge(&in, &v);
+    ck_assert(v.kind == VERDICT_IDENTICAL && v.passed);
+    eng_tok[2] = 6;
+    verdict_judge(&in, &v);
+    ck_assert(v.kind == VERDICT_MISMATCH && !v.passed);
 }
 END_TEST
 
