@@ -4,7 +4,9 @@
 // Markov loop with the exact top-2 at every position, the confidence cut (c_k from the
 // final-normed hidden rows on the host, as ref/ computes it: double dot product, then sigmoid),
 // the clamp to remaining - 1, and the ladders of the hedged requests: ladder_force, then one
-// batched Markov loop over n_hedged × C rows over the same U.
+// batched Markov loop over n_hedged × C rows over the same U. The whole loop runs on the device
+// from one upload of its index arrays (runner-ups never leave it); the chain matrix of every chain
+// then comes back in ONE download (and, with --conf-threshold only, the hidden rows in one more).
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,19 +84,19 @@ static void draft_forwards(sg_engine *e, const int *reqs, int n) {
     free(off);
 }
 
-// Runs the Markov loop over the chain rows described by the host index arrays (m rows).
-static void markov_loop(sg_engine *e, int m, const int32_t *idx, int ladders) {
+// Runs the Markov loop over m chain rows whose index entries (device e->mk [6, max_chains]:
+// chain, u_row, start, limit, a_row, branch) start at entry `off`; ladders are forced first.
+static void markov_loop(sg_engine *e, int off, int m, int ladders) {
     const sg_backend *be = e->be;
-    int MC = e->max_chains;
-    for (int a = 0; a < 6; a++)
-        be->upload(be->ctx, e->mk + (size_t)a * MC, idx + (size_t)a * MC, (size_t)m * sizeof(int32_t));
+    const int32_t *mk = e->mk + off;
+    size_t MC = (size_t)e->max_chains;
     if (ladders)
-        be->ladder_force(be->ctx, e->chain_tok, e->B + 1, e->top_ids, m, e->mk, e->mk + 4 * MC,
-                         e->mk + 5 * MC);
+        be->ladder_force(be->ctx, e->chain_tok, e->B + 1, e->top_ids, m, mk, mk + 4 * MC,
+                         mk + 5 * MC);
     for (int s = 0; s < e->n_drafts; s++)
         be->markov_step(be->ctx, e->U, e->V, e->d.markov_w1, e->d.markov_w2,
-                        e->dm->cfg.markov_rank, m, e->mk, e->mk + MC, e->mk + 2 * MC,
-                        e->mk + 3 * MC, s, e->chain_tok, e->B + 1, e->top_ids, NULL);
+                        e->dm->cfg.markov_rank, m, mk, mk + MC, mk + 2 * MC, mk + 3 * MC, s,
+                        e->chain_tok, e->B + 1, e->top_ids, NULL);
 }
 
 // c_k = sigmoid(w · [h_k ; w1[prev_k]] + b) in double; the first k with c_k < threshold.
@@ -129,52 +131,53 @@ int eng_draft(sg_engine *e, const int *reqs, const int *hedge, int n, eng_draft_
     const sg_backend *be = e->be;
     int W = e->B + 1, MC = e->max_chains, C = e->n_chains;
     draft_forwards(e, reqs, n);
+    // Index entries of every chain row: chain A of reqs[i] at row i, the ladders from row n on.
     int32_t *idx = sg_calloc((size_t)6 * MC, sizeof *idx); // chain, u_row, start, limit, a, branch
     memset(host_tok, 0, (size_t)n * W * sizeof *host_tok);
+    int m = 0;
     for (int i = 0; i < n; i++) {
         const eng_req *r = &e->reqs[reqs[i]];
+        int u = i * e->B + e->first_row;
         host_tok[(size_t)i * W] = r->tokens[eng_anchor_pos(r)];
         idx[i] = i;
-        idx[MC + i] = i * e->B + e->first_row;
+        idx[MC + i] = u;
         idx[2 * MC + i] = 0;
         idx[3 * MC + i] = e->n_drafts;
+        out[i] = (eng_draft_req){.req = reqs[i], .hedged = hedge[i] ? C : 0, .chain0 = n + m};
+        for (int j = 0; j < out[i].hedged; j++, m++) {
+            int c = n + m;
+            idx[c] = c;
+            idx[MC + c] = u;
+            idx[2 * MC + c] = e->o.positions[j] + 1;
+            idx[3 * MC + c] = e->n_drafts;
+            idx[4 * MC + c] = i;
+            idx[5 * MC + c] = e->o.positions[j];
+        }
     }
     be->upload(be->ctx, e->chain_tok, host_tok, (size_t)n * W * sizeof *host_tok);
-    markov_loop(e, n, idx, 0);
-    be->download(be->ctx, host_tok, e->chain_tok, (size_t)n * W * sizeof *host_tok);
+    be->upload(be->ctx, e->mk, idx, (size_t)6 * MC * sizeof *idx);
+    free(idx);
+    markov_loop(e, 0, n, 0);
+    if (m > 0) markov_loop(e, n, m, 1);
+    eng_download(e, ENGINE_D2H_SPANS, host_tok, e->chain_tok,
+                 (size_t)(n + m) * W * sizeof *host_tok);
     bf16 *hid = NULL;
     if (e->o.conf_threshold > 0.0) {
         hid = sg_calloc((size_t)n * e->B * e->H, sizeof *hid);
-        be->download(be->ctx, hid, e->hidden, (size_t)n * e->B * e->H * sizeof *hid);
+        eng_download(e, ENGINE_D2H_CONF, hid, e->hidden, (size_t)n * e->B * e->H * sizeof *hid);
     }
-    int st = SG_OK, m = 0;
+    int st = SG_OK;
     for (int i = 0; i < n && st == SG_OK; i++) {
         const eng_req *r = &e->reqs[reqs[i]];
         const int32_t *a = host_tok + (size_t)i * W;
         st = check_chain(e, r, a);
         int len = eng_min(e->n_drafts, eng_remaining(r) - 1);
         if (st == SG_OK && hid) len = eng_min(len, confidence_cut(e, hid + (size_t)i * e->B * e->H, a));
-        out[i] = (eng_draft_req){.req = reqs[i], .len = len, .hedged = hedge[i] ? C : 0,
-                                 .chain0 = n + m};
-        for (int j = 0; hedge[i] && j < C; j++, m++) {
-            int c = n + m;
-            idx[c - n] = c;
-            idx[MC + c - n] = i * e->B + e->first_row;
-            idx[2 * MC + c - n] = e->o.positions[j] + 1;
-            idx[3 * MC + c - n] = e->n_drafts;
-            idx[4 * MC + c - n] = i;
-            idx[5 * MC + c - n] = e->o.positions[j];
-        }
+        out[i].len = len;
     }
     free(hid);
-    if (st == SG_OK && m > 0) {
-        markov_loop(e, m, idx, 1);
-        be->download(be->ctx, host_tok + (size_t)n * W, e->chain_tok + (size_t)n * W,
-                     (size_t)m * W * sizeof *host_tok);
-        for (int i = 0; i < n && st == SG_OK; i++)
-            for (int j = 0; j < out[i].hedged && st == SG_OK; j++)
-                st = check_chain(e, &e->reqs[reqs[i]], host_tok + (size_t)(out[i].chain0 + j) * W);
-    }
-    free(idx);
+    for (int i = 0; i < n && st == SG_OK; i++)
+        for (int j = 0; j < out[i].hedged && st == SG_OK; j++)
+            st = check_chain(e, &e->reqs[reqs[i]], host_tok + (size_t)(out[i].chain0 + j) * W);
     return st;
 }

@@ -119,8 +119,9 @@ static int setup(sg_engine *e) {
     size_t R = (size_t)o->max_rows;
     SG_TRY(dev_alloc(e, R * e->V * sizeof(float), "verify logits", (void **)&e->logits));
     SG_TRY(dev_alloc(e, R * e->tap_w * sizeof(bf16), "verify taps", (void **)&e->taps));
-    SG_TRY(dev_alloc(e, R * sizeof(int32_t), "verify ids", (void **)&e->ids));
-    SG_TRY(dev_alloc(e, 2 * R * sizeof(uint64_t), "digests", (void **)&e->dig));
+    SG_TRY(dev_alloc(e, 2 * R * sizeof(uint64_t) + R * sizeof(int32_t), "row results",
+                     (void **)&e->dig));
+    e->ids = (int32_t *)(e->dig + 2 * R);
     if (e->dm) {
         const drafter_config *dc = &e->dm->cfg;
         SG_TRY(fwd_drafter_load(&e->d, e->be, e->dm, &e->t));
@@ -178,7 +179,7 @@ void engine_destroy(sg_engine *e) {
     free(e->reqs);
     free(e->running);
     free(e->queue);
-    void *bufs[] = {e->logits, e->taps, e->ids, e->dig, e->ctx_taps, e->U, e->hidden,
+    void *bufs[] = {e->logits, e->taps, e->dig, e->ctx_taps, e->U, e->hidden,
                     e->chain_tok, e->top_ids, e->mk};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
         if (bufs[i]) be->free(be->ctx, bufs[i]);
@@ -303,6 +304,14 @@ uint64_t engine_digest_summary(const engine_result *r) {
 void engine_counters_total(const sg_engine *e, spec_counters *out) {
     memset(out, 0, sizeof *out);
     for (int i = 0; i < e->n_reqs; i++) counters_add(out, &e->reqs[i].counters);
+}
+
+void engine_transfer_stats(const sg_engine *e, engine_transfers *out) { *out = e->xfer; }
+
+int64_t engine_d2h_copies(const engine_d2h *d) {
+    int64_t n = 0;
+    for (int k = 0; k < ENGINE_D2H_KINDS; k++) n += d->copies[k];
+    return n;
 }
 
 int engine_check_pools(const sg_engine *e) {

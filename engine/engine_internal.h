@@ -56,7 +56,10 @@ struct sg_engine {
     float *logits;           // [max_rows, V]
     bf16 *taps;              // [max_rows, tap_w]
     int32_t *ids;            // [max_rows]
-    uint64_t *dig;           // [2, max_rows]: logits then taps
+    uint64_t *dig;           // one allocation: [2, max_rows] uint64, then ids [max_rows] int32.
+                             // Prefill: logits digests at dig, tap digests at dig + max_rows,
+                             // ids at e->ids (which points into it). Verify packs its `rows`
+                             // results densely from dig on (eng_results) for ONE download.
     bf16 *ctx_taps;          // [max_rows, tap_w] drafter context rows
     float *U;                // [max_seqs·B, V]
     bf16 *hidden;            // [max_seqs·B, H]
@@ -75,6 +78,8 @@ struct sg_engine {
     int step;
     int dead;                // a hard error happened
     auto_controller ac;
+    engine_transfers xfer;   // device-to-host copies (engine_transfer_stats)
+    engine_d2h xfer_round;   // the current round's, folded into xfer at its end
 };
 
 // scheduler.c
@@ -87,10 +92,14 @@ int eng_round(sg_engine *e);
 // Returns 1 when the request is finished.
 int eng_commit_token(sg_engine *e, eng_req *r, int token, uint64_t dig_logits, uint64_t dig_taps);
 int eng_is_stop(const sg_engine *e, const eng_req *r, int token, engine_stop *why);
+// The engine's device-to-host copy of a round: be->download, counted in e->xfer_round by kind.
+void eng_download(sg_engine *e, engine_d2h_kind kind, void *dst_host, const void *src_dev,
+                  size_t bytes);
 // draft.c: drafts chain A for reqs[0 .. n) (greedy requests with at least one draft left after
 // the clamp; their pending context is ingested first) and, for those with hedge[i], C =
 // e->n_chains ladders; fills out[n] and the host chain matrix host_tok [max_chains, B+1]
-// (row i: chain A of reqs[i]; ladders from row n on). SG_EXIT_FAIL on NaN / Inf scores.
+// (row i: chain A of reqs[i]; ladders from row n on), downloaded in ONE copy after the whole
+// Markov loop (chain A, ladder force, ladders) ran on the device. SG_EXIT_FAIL on NaN / Inf scores.
 int eng_draft(sg_engine *e, const int *reqs, const int *hedge, int n, eng_draft_req *out,
               int32_t *host_tok);
 // Appends n tap rows (device, contiguous) to a request's pending drafter context.

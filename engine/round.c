@@ -6,12 +6,34 @@
 // chain), copy-back of a winning chain's pages, commit of tokens and digests, the drafter context
 // update and the KV commit; counters by counters_book_round. Also the test hooks of engine.h
 // (observers, the draft override and the negative-control faults), inert without options.hooks.
+// Transfers: every device-to-host copy goes through eng_download and is counted by kind; a round's
+// common path is one copy of the span tokens (draft.c) and one of the verify results (verify).
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/error.h"
 #include "common/sampler.h"
 #include "engine_internal.h"
+
+void eng_download(sg_engine *e, engine_d2h_kind kind, void *dst_host, const void *src_dev,
+                  size_t bytes) {
+    e->be->download(e->be->ctx, dst_host, src_dev, bytes);
+    e->xfer_round.copies[kind]++;
+    e->xfer_round.bytes[kind] += (int64_t)bytes;
+}
+
+// Starts and ends a round's transfer record (e->xfer_round → e->xfer.last, summed into total).
+static void xfer_begin(sg_engine *e) { memset(&e->xfer_round, 0, sizeof e->xfer_round); }
+
+static void xfer_end(sg_engine *e) {
+    engine_transfers *x = &e->xfer;
+    x->rounds++;
+    x->last = e->xfer_round;
+    for (int k = 0; k < ENGINE_D2H_KINDS; k++) {
+        x->total.copies[k] += e->xfer_round.copies[k];
+        x->total.bytes[k] += e->xfer_round.bytes[k];
+    }
+}
 
 int eng_is_stop(const sg_engine *e, const eng_req *r, int token, engine_stop *why) {
     for (int i = 0; i < r->req.n_stop; i++)
@@ -29,28 +51,29 @@ int eng_is_stop(const sg_engine *e, const eng_req *r, int token, engine_stop *wh
 }
 
 // The commit hook: the logits row that chose a token is the row of the current forward whose
-// digest the position records (prefill and verify both digest their logits rows into e->dig
-// [max_rows] beside e->logits [max_rows, V], row for row), so it is found by that digest.
+// digest the position records (prefill and verify both digest their logits rows into the first
+// entries of e->dig, row for row beside e->logits [max_rows, V]; what follows them is never
+// reached, since the search stops at the first match), so it is found by that digest.
 static void hook_commit(sg_engine *e, const eng_req *r, int token, uint64_t dig_logits) {
-    const sg_backend *be = e->be;
     int R = e->o.max_rows, at = 0;
     uint64_t *dig = sg_calloc((size_t)R, sizeof *dig);
-    be->download(be->ctx, dig, e->dig, (size_t)R * sizeof *dig);
+    eng_download(e, ENGINE_D2H_HOOKS, dig, e->dig, (size_t)R * sizeof *dig);
     while (at < R && dig[at] != dig_logits) at++;
     SG_CHECK(at < R, "request %s: no logits row with the committed digest", r->req.id);
     float *row = sg_calloc((size_t)e->V, sizeof *row);
-    be->download(be->ctx, row, e->logits + (size_t)at * e->V, (size_t)e->V * sizeof *row);
+    eng_download(e, ENGINE_D2H_HOOKS, row, e->logits + (size_t)at * e->V,
+                 (size_t)e->V * sizeof *row);
     e->o.hooks->commit(e->o.hooks->ctx, (int)(r - e->reqs), r->n_generated, token, row, e->V);
     free(row);
     free(dig);
 }
 
 // Negates n bf16 values at device address x (a fault's corruption).
-static void negate_rows(const sg_backend *be, bf16 *x, size_t n) {
+static void negate_rows(sg_engine *e, bf16 *x, size_t n) {
     bf16 *h = sg_calloc(n, sizeof *h);
-    be->download(be->ctx, h, x, n * sizeof *h);
+    eng_download(e, ENGINE_D2H_HOOKS, h, x, n * sizeof *h);
     for (size_t i = 0; i < n; i++) h[i] ^= 0x8000;
-    be->upload(be->ctx, x, h, n * sizeof *h);
+    e->be->upload(e->be->ctx, x, h, n * sizeof *h);
     free(h);
 }
 
@@ -60,8 +83,8 @@ static void corrupt_kv_row(sg_engine *e, const eng_req *r, int pos) {
     int ps = kc->page_size;
     size_t at = ((size_t)kv_pages_table(&e->kp, r->seq)[pos / ps] * ps + pos % ps) * kc->kv_dim;
     for (int l = 0; l < kc->n_layers; l++) {
-        negate_rows(e->be, kv_cache_k(kc, l) + at, (size_t)kc->kv_dim);
-        negate_rows(e->be, kv_cache_v(kc, l) + at, (size_t)kc->kv_dim);
+        negate_rows(e, kv_cache_k(kc, l) + at, (size_t)kc->kv_dim);
+        negate_rows(e, kv_cache_v(kc, l) + at, (size_t)kc->kv_dim);
     }
 }
 
@@ -135,13 +158,14 @@ typedef struct {
     int32_t *host_tok;    // [max_chains, B+1]
     span *spans;          // A spans (n_run) then chain spans
     int32_t *tok, *pos, *tab; // verify batch [max_rows]
-    int32_t *ids;
-    uint64_t *dl, *dt;
+    uint64_t *res;        // host copy of the verify results (verify's layout)
+    int32_t *ids;         // into res: [rows] argmax (or sampled) ids
+    uint64_t *dl, *dt;    // into res: [rows] logits and tap digests (dt NULL without taps)
 } round_state;
 
 static void round_free(round_state *s) {
     void *all[] = {s->run, s->dreq, s->hedge, s->drafts, s->host_tok, s->spans, s->tok, s->pos,
-                   s->tab, s->ids, s->dl, s->dt};
+                   s->tab, s->res};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]);
 }
 
@@ -205,20 +229,24 @@ static void build_batch(sg_engine *e, round_state *s) {
     free(table);
 }
 
+// The verify forward, then the per-row results packed on the device from e->dig on, for rows n:
+// logits digests [n], tap digests [n] (with taps), argmax ids [n] int32; fetched in ONE download.
 static int verify(sg_engine *e, round_state *s) {
     const sg_backend *be = e->be;
+    int n = s->rows, n_dig = e->tap_w ? 2 : 1;
     fwd_batch b;
-    fwd_stage_target(&e->tw, s->rows, s->tok, s->pos, s->tab, s->rows, NULL, &b);
+    fwd_stage_target(&e->tw, n, s->tok, s->pos, s->tab, n, NULL, &b);
     fwd_target_forward(&e->t, &e->tw, &e->kc, &b, e->logits, e->tap_w ? e->taps : NULL);
-    be->argmax(be->ctx, e->logits, s->rows, e->V, (size_t)e->V, e->ids);
-    be->digest(be->ctx, e->logits, s->rows, e->V, 4, (size_t)e->V * sizeof(float), e->dig);
+    int32_t *ids = (int32_t *)(e->dig + (size_t)n_dig * n);
+    be->argmax(be->ctx, e->logits, n, e->V, (size_t)e->V, ids);
+    be->digest(be->ctx, e->logits, n, e->V, 4, (size_t)e->V * sizeof(float), e->dig);
     if (e->tap_w)
-        be->digest(be->ctx, e->taps, s->rows, e->tap_w, 2, (size_t)e->tap_w * sizeof(bf16),
-                   e->dig + e->o.max_rows);
-    be->download(be->ctx, s->ids, e->ids, (size_t)s->rows * sizeof *s->ids);
-    be->download(be->ctx, s->dl, e->dig, (size_t)s->rows * sizeof *s->dl);
-    if (e->tap_w)
-        be->download(be->ctx, s->dt, e->dig + e->o.max_rows, (size_t)s->rows * sizeof *s->dt);
+        be->digest(be->ctx, e->taps, n, e->tap_w, 2, (size_t)e->tap_w * sizeof(bf16), e->dig + n);
+    eng_download(e, ENGINE_D2H_RESULTS, s->res, e->dig,
+                 (size_t)n * (n_dig * sizeof(uint64_t) + sizeof(int32_t)));
+    s->dl = s->res;
+    s->dt = e->tap_w ? s->res + n : NULL;
+    s->ids = (int32_t *)(s->res + (size_t)n_dig * n);
     for (int i = 0; i < s->rows; i++)
         if (s->ids[i] < 0) {
             int k = 0;
@@ -235,7 +263,8 @@ static int verify(sg_engine *e, round_state *s) {
         if (r->req.temperature == 0.0) continue;
         if (!row) row = sg_calloc((size_t)e->V, sizeof *row);
         int at = s->spans[k].row;
-        be->download(be->ctx, row, e->logits + (size_t)at * e->V, (size_t)e->V * sizeof *row);
+        eng_download(e, ENGINE_D2H_SAMPLED, row, e->logits + (size_t)at * e->V,
+                     (size_t)e->V * sizeof *row);
         s->ids[at] = sampler_pick(row, e->V, r->req.temperature, r->req.seed, s->pos[at] + 1);
     }
     free(row);
@@ -298,7 +327,7 @@ static int accept_request(sg_engine *e, round_state *s, int k, int first_chain, 
     } else if (r->pending) {
         eng_push_pending(e, r, e->taps + (size_t)win->row * e->tap_w, best);
         if (win != a && fault_is(e, ENGINE_FAULT_CORRUPT_TAP)) {
-            negate_rows(e->be, r->pending + (size_t)(r->n_pending - 1) * e->tap_w,
+            negate_rows(e, r->pending + (size_t)(r->n_pending - 1) * e->tap_w,
                         (size_t)e->tap_w);
             hk->faults_injected++;
         }
@@ -320,9 +349,8 @@ int eng_round(sg_engine *e) {
     s.tok = sg_calloc((size_t)R, sizeof *s.tok);
     s.pos = sg_calloc((size_t)R, sizeof *s.pos);
     s.tab = sg_calloc((size_t)R, sizeof *s.tab);
-    s.ids = sg_calloc((size_t)R, sizeof *s.ids);
-    s.dl = sg_calloc((size_t)R, sizeof *s.dl);
-    s.dt = sg_calloc((size_t)R, sizeof *s.dt);
+    s.res = sg_calloc((size_t)R * (2 * sizeof(uint64_t) + sizeof(int32_t)), 1); // verify's layout
+    xfer_begin(e);
 
     int rows_a = 0;
     for (int i = 0; i < n; i++) {
@@ -364,6 +392,7 @@ int eng_round(sg_engine *e) {
         committed += accept_request(e, &s, k, first, c - first);
     }
     if (st == SG_OK && e->o.hedge_auto && e->speculate) ac_end(&e->ac, e->n_chains, committed);
+    xfer_end(e);
     round_free(&s);
     return st;
 }
