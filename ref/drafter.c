@@ -120,12 +120,7 @@ int ref_drafter_block(ref_drafter *d, const float *pending, int n_pending, int a
                               att + (size_t)i * qd);
         ref_matmul(att, B, qd, lw->wo, H, o, 0);
         ref_residual_add(x, o, B * H);
-        ref_rmsnorm(x, B, H, lw->post_norm, eps, n);
-        ref_matmul(n, B, H, lw->w_gate, I, g, 0);
-        ref_matmul(n, B, H, lw->w_up, I, u, 0);
-        ref_swiglu(g, u, B * I, g);
-        ref_matmul(g, B, I, lw->w_down, H, o, 0);
-        ref_residual_add(x, o, B * H);
+        ref_mlp_block(x, B, H, I, lw, eps, n, g, u);
     }
     d->committed_len = p;
     ref_rmsnorm(x, B, H, dm->final_norm, eps, n);

@@ -112,3 +112,13 @@ void ref_swiglu(const float *gate, const float *up, int n, float *out) {
 void ref_residual_add(float *h, const float *x, int n) {
     for (int i = 0; i < n; i++) h[i] = bf16_round(h[i] + x[i]);
 }
+
+void ref_mlp_block(float *h, int M, int H, int inter, const layer_weights *w, float eps, float *x,
+                   float *gate, float *up) {
+    ref_rmsnorm(h, M, H, w->post_norm, eps, x);
+    ref_matmul(x, M, H, w->w_gate, inter, gate, 0);
+    ref_matmul(x, M, H, w->w_up, inter, up, 0);
+    ref_swiglu(gate, up, M * inter, gate);
+    ref_matmul(gate, M, inter, w->w_down, H, x, 0);
+    ref_residual_add(h, x, M * H);
+}

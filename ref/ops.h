@@ -11,6 +11,7 @@
 #define SG_REF_OPS_H
 
 #include "common/bf16.h"
+#include "common/model.h"
 #include "common/rope.h"
 
 // y[M, N] = x[M, K] · w[N, K]ᵀ, fp32 accumulation; each output rounded to bf16 unless keep_fp32
@@ -37,5 +38,10 @@ void ref_attention_row(const float *q, const float *k, const float *v, int n_key
 void ref_swiglu(const float *gate, const float *up, int n, float *out);
 // h[i] = bf16(h[i] + x[i]).
 void ref_residual_add(float *h, const float *x, int n);
+// The MLP half of a Qwen3 layer, shared by the target and the drafter, for M rows in place:
+// h += (silu(x·Wgᵀ) ⊙ (x·Wuᵀ))·Wdᵀ with x = RMSNorm(h, post_norm). Scratch: x [M, H],
+// gate and up [M, inter].
+void ref_mlp_block(float *h, int M, int H, int inter, const layer_weights *w, float eps, float *x,
+                   float *gate, float *up);
 
 #endif

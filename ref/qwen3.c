@@ -78,13 +78,7 @@ void ref_target_forward_tail(ref_target *t, const int *tokens, int n, const int 
         ref_matmul(att, n, q_dim, w->wo, H, x, 0);
         ref_residual_add(h, x, n * H);
 
-        // MLP block.
-        ref_rmsnorm(h, n, H, w->post_norm, eps, x);
-        ref_matmul(x, n, H, w->w_gate, I, gate, 0);
-        ref_matmul(x, n, H, w->w_up, I, up, 0);
-        ref_swiglu(gate, up, n * I, gate);
-        ref_matmul(gate, n, I, w->w_down, H, x, 0);
-        ref_residual_add(h, x, n * H);
+        ref_mlp_block(h, n, H, I, w, eps, x, gate, up);
 
         for (int j = 0; taps && j < n_taps; j++)
             if (tap_ids[j] == l)
