@@ -12,6 +12,7 @@ int cmd_fixture(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_gate(int argc, char **argv);
 int cmd_ops(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 // Engine options and backend (cli/run.c): the options shared by `run` and `generate --backend
 // cpu|cuda`, the backend by `gate` too. The shared hedge and engine flags (hedge cap, positions,

@@ -16,6 +16,7 @@ static const command commands[] = {
     {"run", cmd_run, "decode a workload with the hedged speculative decoder (engine); tokens, counters, digests"},
     {"gate", cmd_gate, "the main job: the gate suites, hedged decoder vs the CPU reference; exit 0 when lossless"},
     {"fixture", cmd_fixture, "make fixtures (planted checkpoints) and print their statistics"},
+    {"bench", cmd_bench, "decode speed against the memory roofline: tokens/s, phases, floors, break-even hedge rates"},
     {"ops", cmd_ops, "kernel bring-up: every CUDA op against its CPU twin (errors, invariance, graphs, perf)"},
 };
 

@@ -7,6 +7,7 @@
 // batched Markov loop over n_hedged × C rows over the same U. The whole loop runs on the device
 // from one upload of its index arrays (runner-ups never leave it); the chain matrix of every chain
 // then comes back in ONE download (and, with --conf-threshold only, the hidden rows in one more).
+// Phase timing (engine.h): the drafter, Markov and ladder phases and their work, when on.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@ static void ingest_context(sg_engine *e, eng_req *r, int off, int k) {
                     r->pending + (size_t)off * e->tap_w, &b);
     fwd_drafter_forward(&e->d, &e->dw, &e->dkc, &b, NULL, NULL);
     r->draft_len = p;
+    if (eng_timing(e)) e->o.timing->drafter_ctx_rows += k; // fc, K and V only: no full forward
 }
 
 // One drafter batch over reqs[g0 .. g1): context rows gathered in request order, then the blocks.
@@ -47,6 +49,13 @@ static void draft_group(sg_engine *e, const int *reqs, const int *off, int g0, i
     fwd_stage_draft(&e->dw, &e->d, n, ctx, p, anchor, tab, 1, e->ctx_taps, &b);
     fwd_drafter_forward(&e->d, &e->dw, &e->dkc, &b, e->U + (size_t)g0 * e->B * e->V,
                         e->hidden + (size_t)g0 * e->B * e->H);
+    engine_timing *tm = eng_timing(e);
+    if (tm) {
+        tm->drafter_forwards++;
+        tm->drafter_ctx_rows += at;
+        tm->drafter_blk_rows += (int64_t)n * e->B;
+        for (int i = 0; i < n; i++) tm->drafter_keys += p[i] + e->B;
+    }
     for (int i = 0; i < n; i++) {
         eng_req *r = &e->reqs[reqs[g0 + i]];
         r->draft_len = p[i];
@@ -86,8 +95,14 @@ static void draft_forwards(sg_engine *e, const int *reqs, int n) {
 
 // Runs the Markov loop over m chain rows whose index entries (device e->mk [6, max_chains]:
 // chain, u_row, start, limit, a_row, branch) start at entry `off`; ladders are forced first.
-static void markov_loop(sg_engine *e, int off, int m, int ladders) {
+// live_steps / row_steps: the steps with a live row and the live (row, step) pairs (timing only).
+static void markov_loop(sg_engine *e, int off, int m, int ladders, int live_steps, int row_steps) {
     const sg_backend *be = e->be;
+    engine_timing *tm = eng_timing(e);
+    if (tm) {
+        *(ladders ? &tm->ladder_steps : &tm->markov_steps) += live_steps;
+        *(ladders ? &tm->ladder_row_steps : &tm->markov_row_steps) += row_steps;
+    }
     const int32_t *mk = e->mk + off;
     size_t MC = (size_t)e->max_chains;
     if (ladders)
@@ -130,11 +145,14 @@ int eng_draft(sg_engine *e, const int *reqs, const int *hedge, int n, eng_draft_
               int32_t *host_tok) {
     const sg_backend *be = e->be;
     int W = e->B + 1, MC = e->max_chains, C = e->n_chains;
+    int64_t t = eng_phase_start(e);
     draft_forwards(e, reqs, n);
+    eng_phase_end(e, ENGINE_PHASE_DRAFTER, t);
+    t = eng_phase_start(e);
     // Index entries of every chain row: chain A of reqs[i] at row i, the ladders from row n on.
     int32_t *idx = sg_calloc((size_t)6 * MC, sizeof *idx); // chain, u_row, start, limit, a, branch
     memset(host_tok, 0, (size_t)n * W * sizeof *host_tok);
-    int m = 0;
+    int m = 0, ladder_row_steps = 0, ladder_steps = 0;
     for (int i = 0; i < n; i++) {
         const eng_req *r = &e->reqs[reqs[i]];
         int u = i * e->B + e->first_row;
@@ -152,13 +170,20 @@ int eng_draft(sg_engine *e, const int *reqs, const int *hedge, int n, eng_draft_
             idx[3 * MC + c] = e->n_drafts;
             idx[4 * MC + c] = i;
             idx[5 * MC + c] = e->o.positions[j];
+            ladder_row_steps += e->n_drafts - e->o.positions[j] - 1;
+            ladder_steps = e->n_drafts - e->o.positions[0] - 1; // P is increasing: j = 0 is longest
         }
     }
     be->upload(be->ctx, e->chain_tok, host_tok, (size_t)n * W * sizeof *host_tok);
     be->upload(be->ctx, e->mk, idx, (size_t)6 * MC * sizeof *idx);
     free(idx);
-    markov_loop(e, 0, n, 0);
-    if (m > 0) markov_loop(e, n, m, 1);
+    markov_loop(e, 0, n, 0, e->n_drafts, n * e->n_drafts);
+    eng_phase_end(e, ENGINE_PHASE_MARKOV, t);
+    if (m > 0) {
+        t = eng_phase_start(e);
+        markov_loop(e, n, m, 1, ladder_steps, ladder_row_steps);
+        eng_phase_end(e, ENGINE_PHASE_LADDER, t);
+    }
     eng_download(e, ENGINE_D2H_SPANS, host_tok, e->chain_tok,
                  (size_t)(n + m) * W * sizeof *host_tok);
     bf16 *hid = NULL;

@@ -84,6 +84,40 @@ typedef struct engine_hooks {
     int faults_injected; // written by the engine: how many times the fault was applied
 } engine_hooks;
 
+// Phase timing (bench/): off by default (options.timing = NULL, or timing->on = 0: one test per
+// phase edge, nothing else). While it is on, the engine, at both edges of each phase of a round and
+// of the round itself, waits for the device (sync) and reads CLOCK_MONOTONIC, summing wall times
+// into the record; it also sums the work of each phase, from which bench/bench.c counts the bytes
+// the phase must move. The edge syncs cost a little overlap (a few microseconds each on CUDA).
+// Timing changes no token, digest or counter (tested).
+typedef enum {
+    ENGINE_PHASE_DRAFTER, // drafter forwards: context ingestion, the backbone and U = head rows
+    ENGINE_PHASE_MARKOV,  // chain A: index upload and the Markov loop (n_drafts steps)
+    ENGINE_PHASE_LADDER,  // the hedge ladders: ladder_force and their Markov loop
+    ENGINE_PHASE_VERIFY,  // verify batch (chain tables, first-page copies), the target forward,
+                          // argmax, digests and the results download
+    ENGINE_PHASE_ACCEPT,  // acceptance, winner, copy-back, commit, drafter context push
+    ENGINE_PHASES
+} engine_phase;
+
+typedef struct {
+    // Waits until every op issued on the backend has finished (the CUDA backend's stream sync);
+    // NULL for a backend whose ops are done when they return (the CPU's).
+    void (*sync)(const sg_backend *be);
+    int on; // timing and work sums only while non-zero (the caller may switch it between steps)
+    // Written by the engine, summed over every round (prefill is not a round):
+    int64_t rounds;
+    int64_t round_ns;          // wall time of the rounds; round_ns - sum of ns: the rest (hedge
+                               // selection, span download, host bookkeeping)
+    int64_t ns[ENGINE_PHASES]; // wall time per phase
+    int64_t verify_forwards, verify_rows, verify_spans;
+    int64_t verify_keys;       // per span, the positions of its sequence it attends to (last + 1)
+    int64_t drafter_forwards, drafter_ctx_rows, drafter_blk_rows;
+    int64_t drafter_keys;      // per block, the drafter positions it attends to (p + B)
+    int64_t markov_steps, markov_row_steps; // chain A: steps with a live row; (row, step) pairs
+    int64_t ladder_steps, ladder_row_steps; // ladders: the same
+} engine_timing;
+
 typedef struct {
     int plain;      // 1: never draft (one token per round) even with a drafter (its taps recorded)
     int hedge_cap;  // H_cap: 0 = off, at most 64 (needs a Markov head)
@@ -102,6 +136,7 @@ typedef struct {
     double conf_threshold; // 0 = off; drafts cut at the first c_k below it (needs the head)
     int layout;          // -1 = the drafter config's; else a block_layout (the override)
     engine_hooks *hooks; // NULL = none (see engine_hooks); must outlive the engine
+    engine_timing *timing; // NULL = off (see engine_timing); must outlive the engine
 } engine_options;
 
 // Fills the defaults above (all zero except chains = -1, layout = -1, P = [0]; no hooks).

@@ -105,6 +105,18 @@ int eng_draft(sg_engine *e, const int *reqs, const int *hedge, int n, eng_draft_
 // Appends n tap rows (device, contiguous) to a request's pending drafter context.
 void eng_push_pending(sg_engine *e, eng_req *r, const bf16 *rows, int n);
 
+// Phase timing (engine.h engine_timing), in round.c: waits for the device, then CLOCK_MONOTONIC
+// in ns. The inline pair is free when timing is off: start returns 0, end does nothing.
+// eng_timing: the record while timing is on, else NULL.
+int64_t eng_clock(const sg_engine *e);
+static inline engine_timing *eng_timing(const sg_engine *e) {
+    return e->o.timing && e->o.timing->on ? e->o.timing : NULL;
+}
+static inline int64_t eng_phase_start(const sg_engine *e) { return eng_timing(e) ? eng_clock(e) : 0; }
+static inline void eng_phase_end(const sg_engine *e, engine_phase p, int64_t t0) {
+    if (eng_timing(e)) e->o.timing->ns[p] += eng_clock(e) - t0;
+}
+
 static inline int eng_min(int a, int b) { return a < b ? a : b; }
 static inline int eng_remaining(const eng_req *r) { return r->req.max_new_tokens - r->n_generated; }
 static inline int eng_anchor_pos(const eng_req *r) { return r->req.n_prompt + r->n_generated - 1; }

@@ -5,11 +5,14 @@
 // candidate before the winner is chosen (strictly longer wins; ties keep A, then the earlier
 // chain), copy-back of a winning chain's pages, commit of tokens and digests, the drafter context
 // update and the KV commit; counters by counters_book_round. Also the test hooks of engine.h
-// (observers, the draft override and the negative-control faults), inert without options.hooks.
+// (observers, the draft override and the negative-control faults), inert without options.hooks,
+// and the phase timing (engine.h engine_timing: eng_clock; the verify and accept phases, the
+// round), inert without options.timing.
 // Transfers: every device-to-host copy goes through eng_download and is counted by kind; a round's
 // common path is one copy of the span tokens (draft.c) and one of the verify results (verify).
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/error.h"
 #include "common/sampler.h"
@@ -20,6 +23,13 @@ void eng_download(sg_engine *e, engine_d2h_kind kind, void *dst_host, const void
     e->be->download(e->be->ctx, dst_host, src_dev, bytes);
     e->xfer_round.copies[kind]++;
     e->xfer_round.bytes[kind] += (int64_t)bytes;
+}
+
+int64_t eng_clock(const sg_engine *e) {
+    if (e->o.timing->sync) e->o.timing->sync(e->be);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 // Starts and ends a round's transfer record (e->xfer_round → e->xfer.last, summed into total).
@@ -247,6 +257,14 @@ static int verify(sg_engine *e, round_state *s) {
     s->dl = s->res;
     s->dt = e->tap_w ? s->res + n : NULL;
     s->ids = (int32_t *)(s->res + (size_t)n_dig * n);
+    engine_timing *tm = eng_timing(e);
+    if (tm) {
+        tm->verify_forwards++;
+        tm->verify_rows += n;
+        tm->verify_spans += s->n_spans;
+        for (int k = 0; k < s->n_spans; k++)
+            tm->verify_keys += s->pos[s->spans[k].row + s->spans[k].len] + 1;
+    }
     for (int i = 0; i < s->rows; i++)
         if (s->ids[i] < 0) {
             int k = 0;
@@ -351,6 +369,7 @@ int eng_round(sg_engine *e) {
     s.tab = sg_calloc((size_t)R, sizeof *s.tab);
     s.res = sg_calloc((size_t)R * (2 * sizeof(uint64_t) + sizeof(int32_t)), 1); // verify's layout
     xfer_begin(e);
+    int64_t t_round = eng_phase_start(e);
 
     int rows_a = 0;
     for (int i = 0; i < n; i++) {
@@ -380,16 +399,24 @@ int eng_round(sg_engine *e) {
                          e->V);
         }
     if (st == SG_OK) {
+        int64_t t = eng_phase_start(e);
         build_batch(e, &s);
         SG_CHECK(s.rows <= R && s.n_spans <= e->o.max_spans, "verify batch of %d rows, %d spans",
                  s.rows, s.n_spans);
         st = verify(e, &s);
+        eng_phase_end(e, ENGINE_PHASE_VERIFY, t);
     }
     int committed = 0;
+    int64_t t_accept = eng_phase_start(e);
     for (int k = 0, c = n; st == SG_OK && k < n; k++) {
         int first = c;
         while (c < s.n_spans && s.spans[c].req == s.spans[k].req) c++;
         committed += accept_request(e, &s, k, first, c - first);
+    }
+    eng_phase_end(e, ENGINE_PHASE_ACCEPT, t_accept);
+    if (eng_timing(e)) {
+        e->o.timing->rounds++;
+        e->o.timing->round_ns += eng_clock(e) - t_round;
     }
     if (st == SG_OK && e->o.hedge_auto && e->speculate) ac_end(&e->ac, e->n_chains, committed);
     xfer_end(e);
