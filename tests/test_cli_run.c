@@ -26,16 +26,6 @@ static void expect(int status, const char *needle, const char *fmt, const char *
                   "output lacks \"%s\"?\n%s", args, got, status, needle, output);
 }
 
-static cJSON *load_json(const char *path) {
-    char *text;
-    size_t len;
-    ck_assert_int_eq(file_read_all(path, &text, &len), SG_OK);
-    cJSON *j = cJSON_ParseWithLength(text, len);
-    free(text);
-    ck_assert_ptr_nonnull(j);
-    return j;
-}
-
 static void setup(void) {
     ef_models m;
     ef_open_set(&m, "tiny");
@@ -51,7 +41,7 @@ START_TEST(test_run_hedged_vs_unhedged) {
     expect(0, "total over 6 requests", "run sequential --fixture %s --hedge-cap 8 "
            "--hedge-positions 0,1,2 --page-size 8 --json %s", fixture_dir, a);
     expect(0, "s6: ok", "run sequential --fixture %s --json %s", fixture_dir, b);
-    cJSON *h = load_json(a), *u = load_json(b);
+    cJSON *h = tu_load_json(a), *u = tu_load_json(b);
     cJSON *hr = cJSON_GetObjectItem(h, "requests"), *ur = cJSON_GetObjectItem(u, "requests");
     ck_assert_int_eq(cJSON_GetArraySize(hr), 6);
     for (int i = 0; i < 6; i++) {
@@ -103,7 +93,7 @@ START_TEST(test_generate_cpu_matches_ref) {
     expect(0, "engine (cpu backend, anchor-first, hedge cap 4)", "generate --fixture %s "
            "--backend cpu --hedge-cap 4 --hedge-positions 0,1 --max-new 40 --json %s", fixture_dir, a);
     expect(0, "simulated speculation", "generate --fixture %s --max-new 40 --json %s", fixture_dir, b);
-    cJSON *c = load_json(a), *r = load_json(b);
+    cJSON *c = tu_load_json(a), *r = tu_load_json(b);
     ck_assert(cJSON_Compare(cJSON_GetObjectItem(c, "tokens"), cJSON_GetObjectItem(r, "tokens"), 1));
     ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(c, "tokens")), 40);
     ck_assert_int_gt(cJSON_GetObjectItem(cJSON_GetObjectItem(c, "counters"), "rounds")->valueint, 0);
@@ -116,7 +106,7 @@ START_TEST(test_generate_cpu_matches_ref) {
     snprintf(b, sizeof b, "%s/pages.json", tmp);
     expect(0, "hedge cap 4", "generate --fixture %s --backend cpu --hedge-cap 4 --hedge-positions "
            "0,1 --max-new 40 --page-size 4 --max-spans 8 --max-rows 64 --json %s", fixture_dir, b);
-    cJSON *p = load_json(b);
+    cJSON *p = tu_load_json(b);
     ck_assert(cJSON_Compare(cJSON_GetObjectItem(c, "tokens"), cJSON_GetObjectItem(p, "tokens"), 1));
     cJSON_Delete(p);
     cJSON_Delete(c);

@@ -25,16 +25,6 @@ static void setup(void) {
     tu_tmpdir(tmp, sizeof tmp);
 }
 
-static cJSON *load_json(const char *path) {
-    char *text;
-    size_t len;
-    ck_assert_int_eq(file_read_all(path, &text, &len), SG_OK);
-    cJSON *j = cJSON_ParseWithLength(text, len);
-    free(text);
-    ck_assert_ptr_nonnull(j);
-    return j;
-}
-
 // Runs one suite, with the fault or without (NULL); returns the exit status and the JSON report.
 static int gate(const char *suite, const char *fault, cJSON **json) {
     char args[4096], path[600];
@@ -42,7 +32,7 @@ static int gate(const char *suite, const char *fault, cJSON **json) {
     snprintf(args, sizeof args, "gate --fixture %s --suite %s --json %s%s%s", fixture_dir, suite,
              path, fault ? " --fault " : "", fault ? fault : "");
     int status = tu_run_cli(args, output, sizeof output);
-    *json = load_json(path);
+    *json = tu_load_json(path);
     return status;
 }
 

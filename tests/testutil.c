@@ -7,7 +7,10 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include <cjson/cJSON.h>
+
 #include "common/error.h"
+#include "common/file.h"
 
 void tu_tmpdir(char *buf, size_t size) {
     const char *base = getenv("TMPDIR");
@@ -53,6 +56,16 @@ int tu_run_cli(const char *args, char *out, size_t size) {
     int status = pclose(p);
     ck_assert_msg(WIFEXITED(status), "%s did not exit normally", cmd);
     return WEXITSTATUS(status);
+}
+
+cJSON *tu_load_json(const char *path) {
+    char *text;
+    size_t len;
+    ck_assert_msg(file_read_all(path, &text, &len) == SG_OK, "%s", sg_error());
+    cJSON *j = cJSON_ParseWithLength(text, len);
+    free(text);
+    ck_assert_msg(j != NULL, "%s is not valid JSON", path);
+    return j;
 }
 
 int tu_run(Suite *suite) {

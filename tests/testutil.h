@@ -21,6 +21,8 @@ bf16 *tu_random_bf16(size_t n, double scale, uint64_t seed);
 // Runs `sparkgate ARGS` (the CLI built with the tests) with stderr folded into stdout, keeping the
 // output (NUL-terminated, cut to fit) in out; returns the exit status.
 int tu_run_cli(const char *args, char *out, size_t size);
+// Reads and parses a JSON file (the test fails when it cannot); the caller frees it with cJSON_Delete.
+struct cJSON *tu_load_json(const char *path);
 // Runs the suite (fork mode as CK_FORK says) and returns the process exit status.
 int tu_run(Suite *suite);
 
