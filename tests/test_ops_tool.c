@@ -1,4 +1,4 @@
-// tests/test_ops_tool.c: the bring-up tool without a GPU (gates/ops.c, cli/ops.c):
+// tests/test_ops_tool.c: the bring-up tool without a GPU (gates/ops*.c, cli/ops.c):
 // - `sparkgate ops --list` and `--show-coverage` work without a GPU (every backend table entry has
 //   a check); usage errors exit 2; the other modes either run (GPU present) or exit 77;
 // - the tool's machinery, driven with the CPU backend as both the backend under test and the twin

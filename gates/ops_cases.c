@@ -1,0 +1,618 @@
+// gates/ops_cases.c: the cases of the bring-up tool (ops_internal.h): seeded inputs, the buffers
+// of a case, and every op of the backend table as a make/run pair: make builds the case at a size
+// (tiny, small, qwen3) from the rng, run issues the op for rows r0 .. r0+nr-1 only; the op table
+// below writes each op's tolerance against the twin next to its reason.
+//
+// Contract: make and the rng depend on the seed only, so a seed replays a case; run touches only
+// the buffers it is given.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "ops_internal.h"
+
+// ---- seeded inputs ----
+
+static uint64_t rnext(rng *r) {
+    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static double runif(rng *r) { return (double)(rnext(r) >> 11) * 0x1p-53; }  // [0, 1)
+static double rsym(rng *r, double a) { return (2.0 * runif(r) - 1.0) * a; } // [-a, a)
+static int rbelow(rng *r, int n) { return (int)(rnext(r) % (uint64_t)n); }
+
+// Four 16-bit uniforms per draw (large weights are filled fast; bf16 keeps 8 bits anyway).
+void ops_fill_bf16(bf16 *x, size_t n, double a, rng *r) {
+    for (size_t i = 0; i < n; i += 4) {
+        uint64_t u = rnext(r);
+        for (size_t j = 0; j < 4 && i + j < n; j++, u >>= 16)
+            x[i + j] = f32_to_bf16((float)(((double)(u & 0xffff) * 0x1p-15 - 1.0) * a));
+    }
+}
+static void fill_f32(float *x, size_t n, double a, rng *r) {
+    for (size_t i = 0; i < n; i++) x[i] = (float)rsym(r, a);
+}
+static void fill_bytes(unsigned char *x, size_t n, rng *r) {
+    for (size_t i = 0; i < n; i++) x[i] = (unsigned char)rnext(r);
+}
+// A random permutation of 0 .. n-1.
+static void permute(int32_t *p, int n, rng *r) {
+    for (int i = 0; i < n; i++) p[i] = i;
+    for (int i = n - 1; i > 0; i--) {
+        int j = rbelow(r, i + 1);
+        int32_t t = p[i];
+        p[i] = p[j];
+        p[j] = t;
+    }
+}
+
+// ---- cases ----
+
+static void *add_buf(ops_case *c, const char *name, role_t role, elem_t t, size_t n, size_t row) {
+    SG_CHECK(c->nbuf < OPS_MAX_BUF, "too many buffers in op case %s", c->def->name);
+    ops_buf *b = &c->buf[c->nbuf++];
+    *b = (ops_buf){.name = name, .role = role, .type = t, .n = n, .row = row};
+    if (role != R_OUT) b->host = sg_calloc(n ? n : 1, esize(t));
+    return b->host;
+}
+
+void ops_case_free(ops_case *c) {
+    for (int i = 0; i < c->nbuf; i++) free(c->buf[i].host);
+    c->nbuf = 0;
+}
+
+#define BF(d, i) ((bf16 *)(d)[i])
+#define F32(d, i) ((float *)(d)[i])
+#define I32(d, i) ((int32_t *)(d)[i])
+#define U8(d, i) ((unsigned char *)(d)[i])
+#define OPT_I32(d, i, off) ((d)[i] ? (int32_t *)(d)[i] + (off) : NULL)
+
+// ---- copy (and the memory entries) ----
+
+static void make_copy(ops_case *c, int size, rng *r) {
+    static const int rows[] = {3, 9, 33};
+    static const size_t rb[] = {7, 100, 65536};
+    c->rows = rows[size];
+    c->z[0] = rb[size];
+    fill_bytes(add_buf(c, "src", R_IN, E_U8, c->rows * rb[size], rb[size]), c->rows * rb[size], r);
+    add_buf(c, "dst", R_OUT, E_U8, c->rows * rb[size], rb[size]);
+    snprintf(c->shape, sizeof c->shape, "rows=%d bytes=%zu", c->rows, rb[size]);
+    c->bytes = 2.0 * c->rows * rb[size];
+}
+static void run_copy(const sg_backend *be, const ops_case *c, void *const *d, int r0, int nr) {
+    size_t rb = c->z[0];
+    be->copy(be->ctx, U8(d, 1) + r0 * rb, U8(d, 0) + r0 * rb, (size_t)nr * rb);
+}
+
+// ---- embed ----
+
+static void make_embed(ops_case *c, int size, rng *r) {
+    static const int V[] = {11, 500, 151936}, H[] = {8, 96, 2560}, rows[] = {3, 9, 33};
+    int v = V[size], h = H[size];
+    c->rows = rows[size];
+    c->p[0] = h;
+    ops_fill_bf16(add_buf(c, "table", R_IN, E_BF16, (size_t)v * h, 0), (size_t)v * h, 1.0, r);
+    int32_t *ids = add_buf(c, "ids", R_IN, E_I32, c->rows, 1);
+    for (int i = 0; i < c->rows; i++) ids[i] = rbelow(r, v);
+    ids[c->rows - 1] = ids[0]; // a repeated id
+    add_buf(c, "out", R_OUT, E_BF16, (size_t)c->rows * h, h);
+    snprintf(c->shape, sizeof c->shape, "rows=%d V=%d H=%d", c->rows, v, h);
+    c->bytes = 4.0 * c->rows * h;
+}
+static void run_embed(const sg_backend *be, const ops_case *c, void *const *d, int r0, int nr) {
+    int H = c->p[0];
+    be->embed(be->ctx, BF(d, 0), H, I32(d, 1) + r0, nr, BF(d, 2) + (size_t)r0 * H);
+}
+
+// ---- gemm (bf16 out) and gemm_logits (fp32 out) ----
+
+// p: K, N, out_f32.
+static void make_gemm_shape(ops_case *c, int M, int K, int N, int f32, int ref_rows, const char *w,
+                            rng *r) {
+    c->rows = M;
+    c->ref_rows = ref_rows;
+    c->sweep = M >= 2048;
+    c->p[0] = K;
+    c->p[1] = N;
+    c->p[2] = f32;
+    ops_fill_bf16(add_buf(c, "x", R_IN, E_BF16, (size_t)M * K, K), (size_t)M * K, 1.0, r);
+    ops_fill_bf16(add_buf(c, "w", R_IN, E_BF16, (size_t)N * K, 0), (size_t)N * K, 0.05, r);
+    ops_buf *y = &c->buf[c->nbuf];
+    add_buf(c, "y", R_OUT, f32 ? E_F32 : E_BF16, (size_t)M * N, N);
+    y->logits = f32;
+    snprintf(c->shape, sizeof c->shape, "%s%sM=%d K=%d N=%d%s", w ? w : "", w ? " " : "", M, K, N,
+             ref_rows ? " (ref: first rows)" : "");
+    c->flops = 2.0 * M * (double)N * K;
+    c->bytes = 2.0 * ((double)M * K + (double)N * K) + (double)M * N * (f32 ? 4 : 2);
+}
+
+// Qwen3-4B's bf16-out products (target and drafter), at M = 2048 with the sweep.
+const ops_weight ops_qwen3_weights[] = {{"q_proj", 4096, 2560},    {"k_proj", 1024, 2560},
+                                        {"o_proj", 2560, 4096},    {"gate_proj", 9728, 2560},
+                                        {"down_proj", 2560, 9728}, {"fc", 2560, 12800}};
+
+static void make_gemm(ops_case *c, int size, rng *r) {
+    if (size == TINY)
+        make_gemm_shape(c, 3, 20, 5, 0, 0, NULL, r); // K % 8 != 0: unaligned path
+    else if (size == SMALL)
+        make_gemm_shape(c, 33, 200, 77, 0, 0, NULL, r);
+    else {
+        int i = c->p[11]; // which weight (set by the case list)
+        make_gemm_shape(c, 2048, ops_qwen3_weights[i].K, ops_qwen3_weights[i].N, 0, 3,
+                        ops_qwen3_weights[i].name, r);
+    }
+}
+static void make_gemm_logits(ops_case *c, int size, rng *r) {
+    if (size == TINY)
+        make_gemm_shape(c, 2, 16, 37, 1, 0, NULL, r);
+    else if (size == SMALL)
+        make_gemm_shape(c, 9, 96, 1000, 1, 0, NULL, r);
+    else
+        make_gemm_shape(c, 2048, 2560, 151936, 1, 2, "lm_head", r);
+}
+static void run_gemm(const sg_backend *be, const ops_case *c, void *const *d, int r0, int nr) {
+    int K = c->p[0], N = c->p[1], f32 = c->p[2];
+    size_t es = f32 ? 4 : 2;
+    be->gemm(be->ctx, BF(d, 0) + (size_t)r0 * K, nr, K, BF(d, 1), N,
+             (char *)d[2] + (size_t)r0 * N * es, f32);
+}
+
+// ---- rmsnorm ----
+
+// p: D, in place.
+static void make_rmsnorm(ops_case *c, int size, rng *r) {
+    static const int rows[] = {3, 9, 33}, D[] = {8, 3000, 2560};
+    c->rows = rows[size];
+    int n = D[size];
+    c->p[0] = n;
+    c->p[1] = size == SMALL; // y aliases x (the engine's final norm does this)
+    c->eps = 1e-6f;
+    ops_fill_bf16(add_buf(c, "x", c->p[1] ? R_INOUT : R_IN, E_BF16, (size_t)c->rows * n, n),
+                  (size_t)c->rows * n, 3.0, r);
+    ops_fill_bf16(add_buf(c, "w", R_IN, E_BF16, n, 0), n, 1.5, r);
+    if (!c->p[1]) add_buf(c, "y", R_OUT, E_BF16, (size_t)c->rows * n, n);
+    snprintf(c->shape, sizeof c->shape, "rows=%d D=%d%s", c->rows, n, c->p[1] ? " in place" : "");
+    c->bytes = 4.0 * c->rows * n;
+}
+static void run_rmsnorm(const sg_backend *be, const ops_case *c, void *const *d, int r0, int nr) {
+    int D = c->p[0];
+    bf16 *x = BF(d, 0) + (size_t)r0 * D;
+    be->rmsnorm(be->ctx, x, nr, D, BF(d, 1), c->eps, c->p[1] ? x : BF(d, 2) + (size_t)r0 * D);
+}
+
+// ---- head_norm_rope ----
+
+// p: n_heads, head_dim, max_pos.
+static void make_rope(ops_case *c, int size, rng *r) {
+    static const int rows[] = {2, 9, 33}, nH[] = {2, 4, 32}, hd[] = {8, 64, 128},
+                     mp[] = {16, 300, 4096};
+    c->rows = rows[size];
+    c->p[0] = nH[size];
+    c->p[1] = hd[size];
+    c->p[2] = mp[size];
+    c->eps = 1e-6f;
+    size_t w = (size_t)nH[size] * hd[size], half = (size_t)hd[size] / 2;
+    ops_fill_bf16(add_buf(c, "x", R_INOUT, E_BF16, c->rows * w, w), c->rows * w, 2.0, r);
+    ops_fill_bf16(add_buf(c, "w", R_IN, E_BF16, hd[size], 0), hd[size], 1.5, r);
+    ops_fill_bf16(add_buf(c, "cos", R_IN, E_BF16, mp[size] * half, 0), mp[size] * half, 1.0, r);
+    ops_fill_bf16(add_buf(c, "sin", R_IN, E_BF16, mp[size] * half, 0), mp[size] * half, 1.0, r);
+    int32_t *pos = add_buf(c, "pos", R_IN, E_I32, c->rows, 1);
+    for (int i = 0; i < c->rows; i++) pos[i] = rbelow(r, mp[size]);
+    snprintf(c->shape, sizeof c->shape, "rows=%d heads=%d hd=%d", c->rows, nH[size], hd[size]);
+    c->bytes = 4.0 * c->rows * w;
+}
+static void run_rope(const sg_backend *be, const ops_case *c, void *const *d, int r0, int nr) {
+    size_t w = (size_t)c->p[0] * c->p[1];
+    be->head_norm_rope(be->ctx, BF(d, 0) + r0 * w, nr, c->p[0], c->p[1], BF(d, 1), c->eps, BF(d, 2),
+                       BF(d, 3), I32(d, 4) + r0);
+}
+
+// ---- paged KV: kv_store and attention ----
+
+// p: page_size, n_kv_heads, head_dim, n_pages, n_seq, table_stride, n_heads.
+static const int kv_geom[N_SIZES][7] = {
+    {4, 1, 8, 10, 2, 4, 2},         // tiny
+    {16, 2, 160, 64, 3, 20, 4},     // small: head_dim 160 (two output dims per thread)
+    {16, 8, 128, 310, 3, 100, 32}}; // Qwen3-4B: 32 query heads over 8 KV heads
+
+static int32_t *make_tables(ops_case *c, rng *r) {
+    int n_pages = c->p[3], n_seq = c->p[4], stride = c->p[5];
+    int32_t *perm = sg_calloc((size_t)n_pages, sizeof *perm);
+    permute(perm, n_pages, r);
+    int32_t *t = add_buf(c, "page_tables", R_IN, E_I32, (size_t)n_seq * stride, 0);
+    for (int i = 0; i < n_seq * stride; i++) t[i] = perm[i]; // distinct pages, shuffled
+    free(perm);
+    return t;
+}
+
+static be_paging paging_of(const ops_case *c, void *const *d, int table_buf) {
+    be_paging pg = {.page_size = c->p[0],
+                    .n_kv_heads = c->p[1],
+                    .head_dim = c->p[2],
+                    .page_tables = I32(d, table_buf),
+                    .table_stride = c->p[5]};
+    return pg;
+}
+
+static void make_kv_store(ops_case *c, int size, rng *r) {
+    memcpy(c->p, kv_geom[size], sizeof kv_geom[size]);
+    static const int rows[] = {3, 9, 33};
+    c->rows = rows[size];
+    size_t kvd = (size_t)c->p[1] * c->p[2], pool = (size_t)c->p[3] * c->p[0] * kvd;
+    ops_fill_bf16(add_buf(c, "k_pages", R_INOUT, E_BF16, pool, 0), pool, 1.0, r);
+    ops_fill_bf16(add_buf(c, "v_pages", R_INOUT, E_BF16, pool, 0), pool, 1.0, r);
+    make_tables(c, r);
+    int32_t *rt = add_buf(c, "row_table", R_IN, E_I32, c->rows, 1);
+    int32_t *pos = add_buf(c, "pos", R_IN, E_I32, c->rows, 1);
+    int span = c->p[5] * c->p[0]; // positions per sequence
+    for (int i = 0; i < c->rows; i++) {
+        int dup;
+        do { // distinct (sequence, position) pairs: no two rows write one slot
+            rt[i] = rbelow(r, c->p[4]);
+            pos[i] = rbelow(r, span);
+            dup = 0;
+            for (int j = 0; j < i; j++) dup |= rt[j] == rt[i] && pos[j] == pos[i];
+        } while (dup);
+    }
+    ops_fill_bf16(add_buf(c, "k", R_IN, E_BF16, c->rows * kvd, kvd), c->rows * kvd, 1.0, r);
+    ops_fill_bf16(add_buf(c, "v", R_IN, E_BF16, c->rows * kvd, kvd), c->rows * kvd, 1.0, r);
+    snprintf(c->shape, sizeof c->shape, "rows=%d page=%d kv_heads=%d hd=%d", c->rows, c->p[0],
+             c->p[1], c->p[2]);
+    c->bytes = 8.0 * c->rows * kvd;
+}
+static void run_kv_store(const sg_backend *be, const ops_case *c, void *const *d, int r0, int nr) {
+    be_paging pg = paging_of(c, d, 2);
+    size_t kvd = (size_t)c->p[1] * c->p[2];
+    be->kv_store(be->ctx, &pg, BF(d, 0), BF(d, 1), I32(d, 3) + r0, I32(d, 4) + r0,
+                 BF(d, 5) + r0 * kvd, BF(d, 6) + r0 * kvd, nr);
+}
+
+static void make_attention(ops_case *c, int size, rng *r) {
+    memcpy(c->p, kv_geom[size], sizeof kv_geom[size]);
+    static const int rows[] = {3, 9, 24};
+    c->rows = rows[size];
+    int nH = c->p[6], hd = c->p[2];
+    size_t kvd = (size_t)c->p[1] * hd, pool = (size_t)c->p[3] * c->p[0] * kvd;
+    size_t qd = (size_t)nH * hd;
+    ops_fill_bf16(add_buf(c, "k_pages", R_IN, E_BF16, pool, 0), pool, 1.5, r);
+    ops_fill_bf16(add_buf(c, "v_pages", R_IN, E_BF16, pool, 0), pool, 1.0, r);
+    make_tables(c, r);
+    int32_t *rt = add_buf(c, "row_table", R_IN, E_I32, c->rows, 1);
+    int32_t *nk = add_buf(c, "n_keys", R_IN, E_I32, c->rows, 1);
+    int span = c->p[5] * c->p[0];
+    double keys = 0;
+    for (int i = 0; i < c->rows; i++) {
+        // Runs of three rows: a span of one sequence (consecutive n_keys, as a verify span or a
+        // prefill chunk), then a new sequence at a random length (a decode row).
+        if (i % 3 != 0 && nk[i - 1] < span) {
+            rt[i] = rt[i - 1];
+            nk[i] = nk[i - 1] + 1;
+        } else {
+            rt[i] = rbelow(r, c->p[4]);
+            nk[i] = i == 0 ? 1 : 1 + rbelow(r, span); // row 0 sees only itself
+        }
+        keys += nk[i];
+    }
+    ops_fill_bf16(add_buf(c, "q", R_IN, E_BF16, c->rows * qd, qd), c->rows * qd, 1.5, r);
+    add_buf(c, "out", R_OUT, E_BF16, c->rows * qd, qd);
+    snprintf(c->shape, sizeof c->shape, "rows=%d heads=%d/%d hd=%d keys<=%d page=%d", c->rows, nH,
+             c->p[1], hd, span, c->p[0]);
+    c->flops = 4.0 * keys * nH * hd;
+    c->bytes = 4.0 * keys * kvd; // K and V read once per KV head group (lower bound)
+}
+static void run_attention(const sg_backend *be, const ops_case *c, void *const *d, int r0, int nr) {
+    be_paging pg = paging_of(c, d, 2);
+    size_t qd = (size_t)c->p[6] * c->p[2];
+    be->attention(be->ctx, &pg, BF(d, 0), BF(d, 1), I32(d, 3) + r0, I32(d, 4) + r0,
+                  BF(d, 5) + r0 * qd, nr, c->p[6], BF(d, 6) + r0 * qd);
+}
+
+// ---- swiglu, add ----
+
+// p: H (elements per row), in place.
+static void make_swiglu(ops_case *c, int size, rng *r) {
+    static const int rows[] = {3, 9, 33}, H[] = {8, 96, 9728};
+    c->rows = rows[size];
+    int h = H[size];
+    c->p[0] = h;
+    c->p[1] = size == QWEN3; // out aliases gate, as the engine calls it
+    size_t n = (size_t)c->rows * h;
+    ops_fill_bf16(add_buf(c, "gate", c->p[1] ? R_INOUT : R_IN, E_BF16, n, h), n, 12.0, r);
+    ops_fill_bf16(add_buf(c, "up", R_IN, E_BF16, n, h), n, 3.0, r);
+    if (!c->p[1]) add_buf(c, "out", R_OUT, E_BF16, n, h);
+    snprintf(c->shape, sizeof c->shape, "rows=%d n=%d%s", c->rows, h, c->p[1] ? " in place" : "");
+    c->bytes = 6.0 * n;
+}
+static void run_swiglu(const sg_backend *be, const ops_case *c, void *const *d, int r0, int nr) {
+    size_t h = (size_t)c->p[0];
+    bf16 *g = BF(d, 0) + r0 * h;
+    be->swiglu(be->ctx, g, BF(d, 1) + r0 * h, nr * h, c->p[1] ? g : BF(d, 2) + r0 * h);
+}
+
+static void make_add(ops_case *c, int size, rng *r) {
+    static const int rows[] = {3, 9, 33}, H[] = {8, 96, 2560};
+    c->rows = rows[size];
+    c->p[0] = H[size];
+    size_t n = (size_t)c->rows * H[size];
+    ops_fill_bf16(add_buf(c, "h", R_INOUT, E_BF16, n, H[size]), n, 4.0, r);
+    ops_fill_bf16(add_buf(c, "x", R_IN, E_BF16, n, H[size]), n, 1.0, r);
+    snprintf(c->shape, sizeof c->shape, "rows=%d n=%d", c->rows, H[size]);
+    c->bytes = 6.0 * n;
+}
+static void run_add(const sg_backend *be, const ops_case *c, void *const *d, int r0, int nr) {
+    size_t h = (size_t)c->p[0];
+    be->add(be->ctx, BF(d, 0) + r0 * h, BF(d, 1) + r0 * h, nr * h);
+}
+
+// ---- argmax, top2 ----
+
+// p: n, stride. Rows with exact ties, ±0, a NaN and an Inf.
+static void make_rows_f32(ops_case *c, int size, rng *r) {
+    static const int rows[] = {6, 9, 9}, n[] = {7, 1000, 151936}, stride[] = {9, 1003, 151936};
+    c->rows = rows[size];
+    c->p[0] = n[size];
+    c->p[1] = stride[size];
+    size_t st = (size_t)stride[size];
+    float *x = add_buf(c, "x", R_IN, E_F32, c->rows * st, st);
+    fill_f32(x, c->rows * st, 10.0, r);
+    int N = n[size];
+    // Row 1: the maximum twice (the lower id wins), row 2: a NaN, row 3: +Inf, row 4: only
+    // zeros of both signs (ties), row 5: the top-2 values equal (ids ascending).
+    float *r1 = x + st;
+    int a = rbelow(r, N / 2), b = N / 2 + rbelow(r, N - N / 2);
+    r1[a] = r1[b] = 11.0f;
+    x[2 * st + rbelow(r, N)] = NAN;
+    x[3 * st + rbelow(r, N)] = INFINITY;
+    for (int i = 0; i < N; i++) x[4 * st + i] = (i & 1) ? -0.0f : 0.0f;
+    float *r5 = x + 5 * st;
+    r5[N - 1] = 12.0f;
+    r5[N - 2] = 12.0f;
+    c->bytes = 4.0 * c->rows * N;
+}
+static void make_argmax(ops_case *c, int size, rng *r) {
+    make_rows_f32(c, size, r);
+    add_buf(c, "ids", R_OUT, E_I32, c->rows, 1);
+    snprintf(c->shape, sizeof c->shape, "rows=%d n=%d stride=%d", c->rows, c->p[0], c->p[1]);
+}
+static void run_argmax(const sg_backend *be, const ops_case *c, void *const *d, int r0, int nr) {
+    size_t st = (size_t)c->p[1];
+    be->argmax(be->ctx, F32(d, 0) + r0 * st, nr, c->p[0], st, I32(d, 1) + r0);
+}
+static void make_top2(ops_case *c, int size, rng *r) {
+    make_rows_f32(c, size, r);
+    add_buf(c, "ids", R_OUT, E_I32, 2 * (size_t)c->rows, 2);
+    add_buf(c, "vals", R_OUT, E_F32, 2 * (size_t)c->rows, 2);
+    c->buf[c->nbuf - 1].absent = size == SMALL; // vals may be NULL
+    snprintf(c->shape, sizeof c->shape, "rows=%d n=%d stride=%d%s", c->rows, c->p[0], c->p[1],
+             size == SMALL ? " vals=NULL" : "");
+}
+static void run_top2(const sg_backend *be, const ops_case *c, void *const *d, int r0, int nr) {
+    size_t st = (size_t)c->p[1];
+    be->top2(be->ctx, F32(d, 0) + r0 * st, nr, c->p[0], st, I32(d, 1) + 2 * r0,
+             d[2] ? F32(d, 2) + 2 * r0 : NULL);
+}
+
+// ---- Markov loop: markov_step, ladder_force ----
+
+// p: V, r, tok_stride, s, n_chains.
+static void make_markov(ops_case *c, int size, rng *r) {
+    static const int V[] = {16, 1000, 151936}, R[] = {0, 20, 256}, rows[] = {3, 6, 9};
+    int v = V[size], rk = R[size], ts = 8, s = 2, nch = rows[size] + 1, nu = 16;
+    c->rows = rows[size];
+    c->p[0] = v;
+    c->p[1] = rk;
+    c->p[2] = ts;
+    c->p[3] = s;
+    c->p[4] = nch;
+    float *U = add_buf(c, "U", R_IN, E_F32, (size_t)nu * v, 0);
+    fill_f32(U, (size_t)nu * v, 5.0, r);
+    bf16 *w1 = add_buf(c, "w1", R_IN, E_BF16, (size_t)v * (rk ? rk : 1), 0);
+    bf16 *w2 = add_buf(c, "w2", R_IN, E_BF16, (size_t)v * (rk ? rk : 1), 0);
+    c->buf[1].absent = c->buf[2].absent = rk == 0; // no Markov head: w1, w2 NULL
+    if (rk) {
+        ops_fill_bf16(w1, (size_t)v * rk, 1.0, r);
+        ops_fill_bf16(w2, (size_t)v * rk, 0.3, r);
+    }
+    int32_t *chain = add_buf(c, "chain_row", R_IN, E_I32, c->rows, 1);
+    int32_t *urow = add_buf(c, "u_row", R_IN, E_I32, c->rows, 1);
+    int32_t *start = add_buf(c, "start", R_IN, E_I32, c->rows, 1);
+    int32_t *limit = add_buf(c, "limit", R_IN, E_I32, c->rows, 1);
+    int32_t *tok = add_buf(c, "tokens", R_INOUT, E_I32, (size_t)nch * ts, 0);
+    int32_t *tid = add_buf(c, "top_ids", R_INOUT, E_I32, (size_t)nch * (ts - 1) * 2, 0);
+    float *tval = add_buf(c, "top_vals", R_INOUT, E_F32, (size_t)nch * (ts - 1) * 2, 0);
+    int32_t *perm = sg_calloc((size_t)nch, sizeof *perm);
+    permute(perm, nch, r);
+    for (int i = 0; i < c->rows; i++) {
+        chain[i] = perm[i];
+        start[i] = rbelow(r, 4);
+        limit[i] = ts - 1;
+        urow[i] = rbelow(r, nu - ts);
+    }
+    free(perm);
+    limit[c->rows - 1] = start[c->rows - 1] + s; // skipped: k == limit
+    for (int i = 0; i < nch * ts; i++) tok[i] = rbelow(r, v);
+    for (int i = 0; i < nch * (ts - 1) * 2; i++) {
+        tid[i] = rbelow(r, v);
+        tval[i] = (float)rsym(r, 1.0);
+    }
+    tok[(size_t)chain[1] * ts + start[1] + s] = -1; // a chain marked by an earlier NaN
+    if (c->rows > 3) U[(size_t)(urow[2] + start[2] + s) * v + rbelow(r, v)] = NAN; // a NaN score
+    snprintf(c->shape, sizeof c->shape, "rows=%d V=%d rank=%d", c->rows, v, rk);
+    c->flops = 2.0 * c->rows * (double)v * rk;
+    c->bytes = 2.0 * (double)v * rk + 4.0 * c->rows * v;
+}
+static void run_markov(const sg_backend *be, const ops_case *c, void *const *d, int r0, int nr) {
+    be->markov_step(be->ctx, F32(d, 0), c->p[0], d[1], d[2], c->p[1], nr, I32(d, 3) + r0,
+                    I32(d, 4) + r0, I32(d, 5) + r0, I32(d, 6) + r0, c->p[3], I32(d, 7), c->p[2],
+                    I32(d, 8), F32(d, 9));
+}
+
+// p: tok_stride, n_chains.
+static void make_ladder(ops_case *c, int size, rng *r) {
+    static const int nA[] = {1, 3, 16}, rows[] = {2, 9, 48}, ts[] = {4, 8, 8};
+    int t = ts[size], nch = nA[size] + rows[size];
+    c->rows = rows[size];
+    c->p[0] = t;
+    c->p[1] = nch;
+    int32_t *tok = add_buf(c, "tokens", R_INOUT, E_I32, (size_t)nch * t, 0);
+    int32_t *tid = add_buf(c, "top_ids", R_IN, E_I32, (size_t)nch * (t - 1) * 2, 0);
+    for (int i = 0; i < nch * t; i++) tok[i] = rbelow(r, 1000);
+    for (int i = 0; i < nch * (t - 1) * 2; i++) tid[i] = rbelow(r, 1000);
+    int32_t *ch = add_buf(c, "chain_row", R_IN, E_I32, c->rows, 1);
+    int32_t *a = add_buf(c, "a_row", R_IN, E_I32, c->rows, 1);
+    int32_t *br = add_buf(c, "branch", R_IN, E_I32, c->rows, 1);
+    for (int i = 0; i < c->rows; i++) {
+        ch[i] = nA[size] + i;
+        a[i] = rbelow(r, nA[size]);
+        br[i] = rbelow(r, t - 1);
+    }
+    snprintf(c->shape, sizeof c->shape, "ladders=%d chains_A=%d width=%d", c->rows, nA[size], t);
+}
+static void run_ladder(const sg_backend *be, const ops_case *c, void *const *d, int r0, int nr) {
+    be->ladder_force(be->ctx, I32(d, 0), c->p[0], I32(d, 1), nr, I32(d, 2) + r0, I32(d, 3) + r0,
+                     I32(d, 4) + r0);
+}
+
+// ---- page_copy, copy_rows ----
+
+// p: n_groups; z: group_stride, page_bytes.
+static void make_page_copy(ops_case *c, int size, rng *r) {
+    static const int groups[] = {2, 3, 36}, pages[] = {6, 12, 64}, n[] = {2, 4, 8};
+    static const size_t pb[] = {6, 1024, 16 * 1024 * 2}, extra[] = {1, 4, 0};
+    c->rows = n[size];
+    c->p[0] = groups[size];
+    c->z[1] = pb[size];
+    c->z[0] = pages[size] * pb[size] + extra[size]; // the 1-, 4- and 16-byte paths
+    size_t total = c->z[0] * groups[size];
+    fill_bytes(add_buf(c, "pool", R_INOUT, E_U8, total, 0), total, r);
+    int32_t *src = add_buf(c, "src", R_IN, E_I32, c->rows, 1);
+    int32_t *dst = add_buf(c, "dst", R_IN, E_I32, c->rows, 1);
+    int32_t *perm = sg_calloc((size_t)pages[size], sizeof *perm);
+    permute(perm, pages[size], r);
+    for (int i = 0; i < c->rows; i++) { // disjoint sources and destinations
+        src[i] = perm[i];
+        dst[i] = perm[c->rows + i];
+    }
+    free(perm);
+    snprintf(c->shape, sizeof c->shape, "pages=%d groups=%d page_bytes=%zu", c->rows, groups[size],
+             pb[size]);
+    c->bytes = 2.0 * c->rows * groups[size] * (double)pb[size];
+}
+static void run_page_copy(const sg_backend *be, const ops_case *c, void *const *d, int r0, int nr) {
+    be->page_copy(be->ctx, d[0], c->p[0], c->z[0], c->z[1], I32(d, 1) + r0, I32(d, 2) + r0, nr);
+}
+
+// z: dst_stride, src_stride, row_bytes; p: dst rows, src rows.
+static void make_copy_rows(ops_case *c, int size, rng *r) {
+    static const int rows[] = {3, 9, 24}, nd[] = {3, 9, 64}, ns[] = {3, 40, 48};
+    static const size_t dstr[] = {10, 200, 25600}, sstr[] = {8, 512, 25600}, rb[] = {6, 192, 25600};
+    c->rows = rows[size];
+    c->z[0] = dstr[size];
+    c->z[1] = sstr[size];
+    c->z[2] = rb[size];
+    fill_bytes(add_buf(c, "dst", R_INOUT, E_U8, nd[size] * dstr[size], 0), nd[size] * dstr[size],
+               r);
+    fill_bytes(add_buf(c, "src", R_IN, E_U8, ns[size] * sstr[size], 0), ns[size] * sstr[size], r);
+    int32_t *di = add_buf(c, "dst_idx", R_IN, E_I32, c->rows, 1);
+    int32_t *si = add_buf(c, "src_idx", R_IN, E_I32, c->rows, 1);
+    c->buf[2].absent = size != QWEN3; // tiny: no indexes; small: a gather (src_idx only)
+    c->buf[3].absent = size == TINY;
+    int32_t *perm = sg_calloc((size_t)nd[size], sizeof *perm);
+    permute(perm, nd[size], r);
+    for (int i = 0; i < c->rows; i++) {
+        di[i] = perm[i]; // distinct destinations
+        si[i] = rbelow(r, ns[size]);
+    }
+    free(perm);
+    snprintf(c->shape, sizeof c->shape, "rows=%d bytes=%zu%s%s", c->rows, rb[size],
+             c->buf[2].absent ? "" : " dst_idx", c->buf[3].absent ? "" : " src_idx");
+    c->bytes = 2.0 * c->rows * (double)rb[size];
+}
+static void run_copy_rows(const sg_backend *be, const ops_case *c, void *const *d, int r0, int nr) {
+    size_t ds = c->z[0], ss = c->z[1];
+    // Without an index list, row i of the call is row i of the buffer: offset the buffer instead.
+    unsigned char *dst = U8(d, 0) + (d[2] ? 0 : r0 * ds);
+    const unsigned char *src = U8(d, 1) + (d[3] ? 0 : r0 * ss);
+    be->copy_rows(be->ctx, dst, ds, OPT_I32(d, 2, r0), src, ss, OPT_I32(d, 3, r0), nr, c->z[2]);
+}
+
+// ---- digest ----
+
+// p: n, stride (elements), elem_bytes.
+static void make_digest_e(ops_case *c, int size, int es, rng *r) {
+    static const int rows[] = {3, 9, 33}, n4[] = {7, 1000, 151936}, n2[] = {7, 1000, 12800};
+    c->rows = rows[size];
+    int n = es == 4 ? n4[size] : n2[size], st = n + (size == TINY ? 1 : 0);
+    c->p[0] = n;
+    c->p[1] = st;
+    c->p[2] = es;
+    size_t tot = (size_t)c->rows * st;
+    if (es == 4) {
+        float *x = add_buf(c, "x", R_IN, E_F32, tot, st);
+        fill_f32(x, tot, 20.0, r);
+        x[0] = -0.0f;
+        x[1] = NAN;
+    } else {
+        bf16 *x = add_buf(c, "x", R_IN, E_BF16, tot, st);
+        ops_fill_bf16(x, tot, 20.0, r);
+        x[0] = 0x8000; // -0
+    }
+    add_buf(c, "digests", R_OUT, E_U64, c->rows, 1);
+    snprintf(c->shape, sizeof c->shape, "rows=%d n=%d %s", c->rows, n, es == 4 ? "fp32" : "bf16");
+    c->bytes = (double)es * c->rows * n;
+}
+static void make_digest(ops_case *c, int size, rng *r) { make_digest_e(c, size, 4, r); }
+static void make_digest_bf16(ops_case *c, int size, rng *r) { make_digest_e(c, size, 2, r); }
+static void run_digest(const sg_backend *be, const ops_case *c, void *const *d, int r0, int nr) {
+    size_t es = (size_t)c->p[2], st = (size_t)c->p[1];
+    be->digest(be->ctx, (const char *)d[0] + r0 * st * es, nr, c->p[0], (int)es, st * es,
+               (uint64_t *)d[1] + r0);
+}
+
+// ---- the op list: tolerances against the twin, with their reasons ----
+
+#define EXACT_SAME_ORDER "same reduction order and rounding points as the CPU twin: bitwise equal"
+const op_def ops_op_defs[] = {
+    {"copy", "alloc free upload download copy", 0, 0, "bytes are moved, not computed", make_copy,
+     run_copy},
+    {"embed", "embed", 0, 0, "a gather: bitwise equal", make_embed, run_embed},
+    {"gemm", "gemm", 0, 0, EXACT_SAME_ORDER " (8 fp32 lanes, k mod 8, fixed tree)", make_gemm,
+     run_gemm},
+    {"gemm_logits", "gemm", 0, 0, EXACT_SAME_ORDER " (fp32 logits)", make_gemm_logits, run_gemm},
+    {"rmsnorm", "rmsnorm", 0, 0, EXACT_SAME_ORDER " (sequential Σx², IEEE 1/sqrt)", make_rmsnorm,
+     run_rmsnorm},
+    {"head_norm_rope", "head_norm_rope", 0, 0, EXACT_SAME_ORDER, make_rope, run_rope},
+    {"kv_store", "kv_store", 0, 0, "rows are moved into pages: bitwise equal", make_kv_store,
+     run_kv_store},
+    {"attention", "attention", 0, 0,
+     EXACT_SAME_ORDER " (keys in ascending position; expf is glibc's algorithm on the device)",
+     make_attention, run_attention},
+    {"swiglu", "swiglu", 0, 0, EXACT_SAME_ORDER " (expf is glibc's algorithm on the device)",
+     make_swiglu, run_swiglu},
+    {"add", "add", 0, 0, "one rounded addition: bitwise equal", make_add, run_add},
+    {"argmax", "argmax", 0, 0, "exact selection, ties to the lowest id, NaN/Inf rows -1",
+     make_argmax, run_argmax},
+    {"top2", "top2", 0, 0, "exact selection (value desc, id asc); NaN/Inf rows -1, NaN values",
+     make_top2, run_top2},
+    {"markov_step", "markov_step", 0, 0,
+     "bias in gemm's order (bitwise), U + bias one fp32 add, exact top-2", make_markov, run_markov},
+    {"ladder_force", "ladder_force", 0, 0, "tokens are moved: bitwise equal", make_ladder,
+     run_ladder},
+    {"page_copy", "page_copy", 0, 0, "bytes are moved: bitwise equal", make_page_copy,
+     run_page_copy},
+    {"copy_rows", "copy_rows", 0, 0, "bytes are moved: bitwise equal", make_copy_rows,
+     run_copy_rows},
+    {"digest", "digest", 0, 0, "integer hash sum: bitwise equal to be_digest", make_digest,
+     run_digest},
+    {"digest_bf16", "digest", 0, 0, "integer hash sum: bitwise equal to be_digest",
+     make_digest_bf16, run_digest},
+};
+const int ops_n_ops = (int)(sizeof ops_op_defs / sizeof ops_op_defs[0]);
+
+// Number of cases of an op at a size (gemm at qwen3: one per weight).
+int ops_n_cases(const op_def *d, int size) {
+    return size == QWEN3 && strcmp(d->name, "gemm") == 0 ? N_QWEN3_WEIGHTS : 1;
+}

@@ -1,0 +1,173 @@
+// gates/ops_internal.h: what the units of the kernel bring-up tool (ops.h) share; not a public
+// header. ops_cases.c: seeded inputs, the case model, every op's make/run pair with its tolerance
+// and reason, the op table; ops_check.c: a case on both backends and its checks (twin comparison,
+// guard zones, batch invariance, gemm M sweep, graph vs eager, rerun); ops_perf.c: perf mode and
+// the vendor library comparison; ops.c: the driver (ops_run), the listings and the reports.
+//
+// A case is an op at one size with its buffers (inputs, outputs, in-place buffers) generated from
+// the seed; each buffer lives on both backends between guard zones (GUARD bytes of GUARD_BYTE),
+// outputs start as POISON_BYTE, so an element an op never writes shows as a difference and a write
+// outside the buffer as a broken guard. run(be, case, device pointers, r0, nr) issues the op for
+// rows r0 .. r0+nr-1 of the case only (pointer offsets), which gives the batch-invariance checks:
+// each row alone, the batch, and prefixes of it must agree bitwise on the backend under test.
+#ifndef SG_GATES_OPS_INTERNAL_H
+#define SG_GATES_OPS_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ops.h"
+
+#define GUARD 4096
+#define GUARD_BYTE 0xA5
+#define POISON_BYTE 0xD3
+#define OPS_MAX_BUF 10
+
+enum { TINY, SMALL, QWEN3, N_SIZES };
+
+// ---- seeded inputs (ops_cases.c) ----
+
+typedef struct {
+    uint64_t s;
+} rng;
+
+// n bf16 values uniform in [-a, a) from r: four 16-bit uniforms per draw (large weights are
+// filled fast; bf16 keeps 8 bits anyway).
+void ops_fill_bf16(bf16 *x, size_t n, double a, rng *r);
+
+// ---- cases (ops_cases.c) ----
+
+typedef enum { E_BF16, E_F32, E_I32, E_U64, E_U8 } elem_t;
+typedef enum { R_IN, R_OUT, R_INOUT } role_t;
+
+static inline size_t esize(elem_t t) {
+    switch (t) {
+    case E_BF16:
+        return 2;
+    case E_F32:
+        return 4;
+    case E_I32:
+        return 4;
+    case E_U64:
+        return 8;
+    case E_U8:
+        return 1;
+    }
+    return 1;
+}
+
+typedef struct {
+    const char *name;
+    role_t role;
+    elem_t type;
+    size_t n;   // elements
+    void *host; // initial contents (inputs and in-place buffers); NULL for outputs
+    size_t row; // elements per row of the case (0: not row-shaped, compared whole)
+    int logits; // fp32 logits rows: argmax / top-2 agreement is reported
+    int absent; // passed as NULL (an optional argument left out)
+} ops_buf;
+
+typedef struct ops_case ops_case;
+
+typedef struct {
+    const char *name;
+    const char *covers; // backend table entries this op's cases exercise
+    double tol_ulp;     // most ULP allowed against the twin (bf16 or fp32 ULP of the output)
+    double tol_share;   // most share of elements allowed to differ at all
+    const char *why;    // the tolerance's reason
+    void (*make)(ops_case *c, int size, rng *r);
+    void (*run)(const sg_backend *be, const ops_case *c, void *const *d, int r0, int nr);
+} op_def;
+
+struct ops_case {
+    const op_def *def;
+    int size;
+    char shape[160];
+    int rows;     // rows of the batch
+    int ref_rows; // rows run on the reference (a prefix; 0: all)
+    int sweep;    // gemm: every prefix M of sweep_M (ops_check.c) up to rows, bitwise
+    int p[12];    // op parameters (named per op)
+    size_t z[4];  // byte sizes and strides
+    float eps;
+    double flops, bytes; // one full run, for perf
+    ops_buf buf[OPS_MAX_BUF];
+    int nbuf;
+};
+
+// The op table, in --list order, and its length.
+extern const op_def ops_op_defs[];
+extern const int ops_n_ops;
+
+// Qwen3-4B's bf16-out products (target and drafter): gemm cases at qwen3 (one per weight) and perf.
+typedef struct {
+    const char *name;
+    int N, K;
+} ops_weight;
+#define N_QWEN3_WEIGHTS 6
+extern const ops_weight ops_qwen3_weights[N_QWEN3_WEIGHTS];
+
+// Number of cases of an op at a size (gemm at qwen3: one per weight).
+int ops_n_cases(const op_def *d, int size);
+// Frees the host copies of a case's buffers (the case itself is the caller's).
+void ops_case_free(ops_case *c);
+
+// ---- running and checking a case (ops_check.c) ----
+
+typedef struct {
+    const sg_backend *be;
+    void *raw[OPS_MAX_BUF]; // allocation including the guards
+    void *d[OPS_MAX_BUF];   // the buffers themselves
+} side;
+
+// Allocates and uploads every buffer of c on be between its guards; SG_EXIT_USAGE when the
+// backend cannot allocate. ops_side_free also after a failed init.
+int ops_side_init(side *s, const sg_backend *be, const ops_case *c);
+void ops_side_free(side *s, const ops_case *c);
+
+typedef struct {
+    double max_abs, max_ulp, share, nmse;
+    long long first_bad; // element index in buffer first_buf, -1: none
+    int first_buf;
+    char first_text[256];
+    int rows_cmp;
+    double argmax_agree, top2_agree; // logits only, -1 otherwise
+} diff_stats;
+
+typedef struct {
+    const ops_case *c;
+    diff_stats d;
+    int guard_ok, alone_ok, graph_ok, rerun_ok, sweep_ok; // 1 ok, 0 failed, -1 not run
+    int pass;
+    char why[512]; // first failure of a bitwise check
+    double us;     // perf
+} case_result;
+
+// Runs c on the backend under test and on the twin and fills res with every check of check mode;
+// SG_OK unless a backend could not allocate (res->pass says whether the checks passed).
+int ops_run_case(ops_case *c, const sg_backend *test, const ops_device *dev, const sg_backend *ref,
+                 case_result *res);
+
+// ---- perf (ops_perf.c) ----
+
+#define N_PERF_M 6 // the M of the gemm table: (N_QWEN3_WEIGHTS + 1) * N_PERF_M rows
+
+typedef struct {
+    char weight[32];
+    int M, K, N;
+    double us, vendor_us, tflops, gbs, vendor_tflops;
+} gemm_perf_row;
+
+typedef struct {
+    char weight[32];
+    char ours[256], vendor[256];
+} inv_row;
+
+// Times c on the backend under test (median µs into res->us); needs dev's timers.
+int ops_perf_case(const ops_case *c, const sg_backend *test, const ops_device *dev,
+                  case_result *res);
+// Times the Qwen3-4B gemm shapes (and lm_head) at every M of the table, ours and the vendor's,
+// and measures both for row invariance across M, printing both tables to out.
+int ops_perf_gemm(const sg_backend *be, const ops_device *dev, uint64_t seed, FILE *out,
+                  gemm_perf_row *rows, int *n_rows, inv_row *inv, int *n_inv);
+
+#endif

@@ -1,0 +1,204 @@
+// gates/ops_perf.c: perf mode of the bring-up tool (ops_internal.h): the median time of a case on
+// the backend under test, and the Qwen3-4B gemm shapes (and lm_head) at the M of the table, ours
+// against the vendor library's (cuBLAS), with the row invariance across M of both.
+//
+// Contract: needs the device's timers (ops_run refuses perf mode without them); a NULL
+// vendor_gemm leaves the vendor columns at zero and its invariance "(no vendor library)".
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "ops_internal.h"
+
+// ---- perf ----
+
+static double median(double *v, int n) {
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+typedef void (*timed_fn)(void *arg, int rep);
+
+// Median µs of `reps` timed runs after 2 warm-ups.
+static double time_us(const sg_backend *be, const ops_device *dev, timed_fn fn, void *arg) {
+    fn(arg, 0);
+    fn(arg, 1);
+    dev->timer_begin(be);
+    fn(arg, 2);
+    double once = dev->timer_end_us(be);
+    int reps = once > 20000 ? 3 : once > 2000 ? 7 : 21;
+    double t[21];
+    for (int k = 0; k < reps; k++) {
+        dev->timer_begin(be);
+        fn(arg, k);
+        t[k] = dev->timer_end_us(be);
+    }
+    return median(t, reps);
+}
+
+typedef struct {
+    const sg_backend *be;
+    const ops_case *c;
+    void **d;
+} case_timing;
+
+static void timed_case(void *arg, int rep) {
+    (void)rep;
+    case_timing *t = arg;
+    t->c->def->run(t->be, t->c, t->d, 0, t->c->rows);
+}
+
+typedef struct {
+    const sg_backend *be;
+    const ops_device *dev;
+    bf16 *x;
+    bf16 *w[4]; // rotated copies of the weight (beyond the L2 together)
+    int n_w;
+    void *y;
+    int M, K, N, f32, vendor;
+} gemm_timing;
+
+static void timed_gemm(void *arg, int rep) {
+    gemm_timing *g = arg;
+    bf16 *w = g->w[rep % g->n_w];
+    if (g->vendor)
+        g->dev->vendor_gemm(g->be, g->x, g->M, g->K, w, g->N, g->y, g->f32);
+    else
+        g->be->gemm(g->be->ctx, g->x, g->M, g->K, w, g->N, g->y, g->f32);
+}
+
+static const int perf_M[] = {1, 8, 32, 64, 512, 2048};
+_Static_assert(sizeof perf_M / sizeof perf_M[0] == N_PERF_M, "N_PERF_M is perf_M's length");
+static const int inv_M[] = {1,  2,  3,  7,  8,   9,   15,  16,  17,   24,  32,
+                            33, 48, 64, 96, 128, 200, 256, 512, 1024, 2048};
+#define N_INV_M ((int)(sizeof inv_M / sizeof inv_M[0]))
+
+// Rows of consecutive M in inv_M compared bitwise; writes where they change ("" if never).
+static void row_invariance(gemm_timing *g, char *out, size_t n) {
+    size_t es = g->f32 ? 4 : 2;
+    size_t full = (size_t)inv_M[N_INV_M - 1] * g->N * es;
+    unsigned char *prev = sg_calloc(full, 1), *cur = sg_calloc(full, 1);
+    out[0] = '\0';
+    for (int k = 0; k < N_INV_M; k++) {
+        g->M = inv_M[k];
+        timed_gemm(g, 0);
+        g->be->download(g->be->ctx, cur, g->y, (size_t)g->M * g->N * es);
+        if (k > 0 && memcmp(prev, cur, (size_t)inv_M[k - 1] * g->N * es) != 0) {
+            size_t len = strlen(out);
+            snprintf(out + len, n - len, "%s%d->%d", len ? ", " : "", inv_M[k - 1], inv_M[k]);
+        }
+        unsigned char *t = prev;
+        prev = cur;
+        cur = t;
+    }
+    free(prev);
+    free(cur);
+}
+
+int ops_perf_gemm(const sg_backend *be, const ops_device *dev, uint64_t seed, FILE *out,
+                  gemm_perf_row *rows, int *n_rows, inv_row *inv, int *n_inv) {
+    struct {
+        const char *name;
+        int N, K, f32;
+    } ws[N_QWEN3_WEIGHTS + 1];
+    for (int i = 0; i < N_QWEN3_WEIGHTS; i++) {
+        ws[i].name = ops_qwen3_weights[i].name;
+        ws[i].N = ops_qwen3_weights[i].N;
+        ws[i].K = ops_qwen3_weights[i].K;
+        ws[i].f32 = 0;
+    }
+    ws[N_QWEN3_WEIGHTS].name = "lm_head";
+    ws[N_QWEN3_WEIGHTS].N = 151936;
+    ws[N_QWEN3_WEIGHTS].K = 2560;
+    ws[N_QWEN3_WEIGHTS].f32 = 1;
+    fprintf(out,
+            "\ngemm (Qwen3-4B shapes; TFLOP/s = 2MNK/t, GB/s = weight bytes/t; %s = the same "
+            "shape through %s)\n",
+            dev->vendor_gemm ? dev->vendor_name : "vendor",
+            dev->vendor_gemm ? dev->vendor_name : "none");
+    fprintf(out, "%-10s %6s %6s %7s %10s %8s %8s %10s %8s\n", "weight", "M", "K", "N", "us",
+            "TFLOP/s", "GB/s", "vendor_us", "TFLOP/s");
+    rng r = {seed ^ 0x5eedf00dull};
+    for (int wi = 0; wi <= N_QWEN3_WEIGHTS; wi++) {
+        int N = ws[wi].N, K = ws[wi].K, Mmax = 2048;
+        size_t wbytes = (size_t)N * K * 2;
+        gemm_timing g = {.be = be, .dev = dev, .K = K, .N = N, .f32 = ws[wi].f32};
+        g.n_w = wbytes >= ((size_t)200 << 20) ? 1 : 3;
+        bf16 *hw = sg_calloc((size_t)N * K, sizeof *hw);
+        ops_fill_bf16(hw, (size_t)N * K, 0.05, &r);
+        int st = SG_OK;
+        for (int k = 0; k < g.n_w && st == SG_OK; k++)
+            st = be_alloc_upload(be, hw, wbytes, "w", (void **)&g.w[k]);
+        free(hw);
+        bf16 *hx = sg_calloc((size_t)Mmax * K, sizeof *hx);
+        ops_fill_bf16(hx, (size_t)Mmax * K, 1.0, &r);
+        if (st == SG_OK) st = be_alloc_upload(be, hx, (size_t)Mmax * K * 2, "x", (void **)&g.x);
+        free(hx);
+        if (st == SG_OK) st = be_alloc(be, (size_t)Mmax * N * (g.f32 ? 4 : 2), "y", &g.y);
+        if (st != SG_OK) {
+            for (int k = 0; k < g.n_w; k++) be->free(be->ctx, g.w[k]);
+            be->free(be->ctx, g.x);
+            return st;
+        }
+        for (int mi = 0; mi < N_PERF_M; mi++) {
+            gemm_perf_row *row = &rows[(*n_rows)++];
+            memset(row, 0, sizeof *row);
+            snprintf(row->weight, sizeof row->weight, "%s", ws[wi].name);
+            row->M = g.M = perf_M[mi];
+            row->K = K;
+            row->N = N;
+            g.vendor = 0;
+            row->us = time_us(be, dev, timed_gemm, &g);
+            double flop = 2.0 * g.M * (double)N * K;
+            row->tflops = flop / row->us * 1e-6;
+            row->gbs = (double)wbytes / row->us * 1e-3;
+            if (dev->vendor_gemm) {
+                g.vendor = 1;
+                row->vendor_us = time_us(be, dev, timed_gemm, &g);
+                row->vendor_tflops = flop / row->vendor_us * 1e-6;
+            }
+            fprintf(out, "%-10s %6d %6d %7d %10.1f %8.2f %8.0f %10.1f %8.2f\n", row->weight, g.M, K,
+                    N, row->us, row->tflops, row->gbs, row->vendor_us, row->vendor_tflops);
+        }
+        inv_row *iv = &inv[(*n_inv)++];
+        snprintf(iv->weight, sizeof iv->weight, "%s", ws[wi].name);
+        g.vendor = 0;
+        row_invariance(&g, iv->ours, sizeof iv->ours);
+        if (dev->vendor_gemm) {
+            g.vendor = 1;
+            row_invariance(&g, iv->vendor, sizeof iv->vendor);
+        } else {
+            snprintf(iv->vendor, sizeof iv->vendor, "(no vendor library)");
+        }
+        for (int k = 0; k < g.n_w; k++) be->free(be->ctx, g.w[k]);
+        be->free(be->ctx, g.x);
+        be->free(be->ctx, g.y);
+    }
+    fprintf(out,
+            "\nrow invariance across M in {1..2048} (rows two consecutive M share, bitwise):\n");
+    for (int i = 0; i < *n_inv; i++)
+        fprintf(out, "  %-10s ours: %-26s %s: %s\n", inv[i].weight,
+                inv[i].ours[0] ? inv[i].ours : "invariant",
+                dev->vendor_gemm ? dev->vendor_name : "vendor",
+                inv[i].vendor[0] ? inv[i].vendor : "invariant");
+    return SG_OK;
+}
+
+int ops_perf_case(const ops_case *c, const sg_backend *test, const ops_device *dev,
+                  case_result *res) {
+    side T;
+    int st = ops_side_init(&T, test, c);
+    if (st == SG_OK) {
+        case_timing ct = {test, c, T.d};
+        memset(res, 0, sizeof *res);
+        res->c = c;
+        res->us = time_us(test, dev, timed_case, &ct);
+    }
+    ops_side_free(&T, c);
+    return st;
+}
