@@ -144,6 +144,9 @@ static void verdict_failure(const gate_ctx *g, gate_suite *s, const char *name, 
             if (v->eng_token >= 0)
                 sb_printf(&b, "; the engine's token trails the reference's by %.6g nat (tol %g)",
                           v->tie_margin, g->tol);
+            if (v->eng_token >= 0 && r->temperature > 0.0)
+                sb_printf(&b, "; the reference's sampling margin %.6g (4 tol/T %.6g)",
+                          v->sample_margin, v->bound);
             sb_puts(&b, "\n");
             top_line("reference row", &v->ref_top, &b);
         }
@@ -157,7 +160,11 @@ static void verdict_failure(const gate_ctx *g, gate_suite *s, const char *name, 
             origin_text(p, &q->origin[v->diff], &b);
             sb_puts(&b, "\n");
         }
-        if (v->tf_fail >= 0)
+        if (v->tf_fail >= 0 && r->temperature > 0.0)
+            sb_printf(&b, "teacher-forced check: engine token %d at generated token %d is not the "
+                      "reference sampler's pick, whose sampling margin %.6g is not below 4 tol/T "
+                      "%.6g\n", q->tokens[v->tf_fail], v->tf_fail, v->tf_gap, v->bound);
+        else if (v->tf_fail >= 0)
             sb_printf(&b, "teacher-forced check: engine token %d at generated token %d trails the "
                       "reference argmax by %.6g nat\n", q->tokens[v->tf_fail], v->tf_fail,
                       v->tf_gap);
@@ -204,15 +211,15 @@ static int judge_request(gate_ctx *g, gate_suite *s, const char *name, const run
         return 0;
     }
     verdict_input in = {.V = V, .tol = g->tol, .expect_rejected = r->expect_rejected,
-                        .rejected = rejected, .sampled = r->temperature > 0.0,
-                        .identical_only = identical_only,
+                        .rejected = rejected, .temperature = r->temperature, .seed = r->seed,
+                        .n_prompt = r->n_prompt, .identical_only = identical_only,
                         .eng_tokens = q->tokens, .n_eng = q->n, .eng_rows = q->rows};
     float *tf = NULL;
     if (ref) {
         in.ref_tokens = ref->tokens + ref->n_prompt;
         in.n_ref = ref->n_generated;
         in.ref_rows = ref->logits;
-        if (!in.sampled && q->n > 0 && !same_tokens(in.ref_tokens, in.n_ref, q->tokens, q->n)) {
+        if (q->n > 0 && !same_tokens(in.ref_tokens, in.n_ref, q->tokens, q->n)) {
             tf = sg_calloc((size_t)q->n * V, sizeof *tf);
             if (verdict_teacher_rows(g->target, r->prompt, r->n_prompt, q->tokens, q->n, tf) !=
                 SG_OK) {

@@ -96,15 +96,22 @@ void verdict_judge(const verdict_input *in, verdict *out) {
     }
     const float *ref_row = in->ref_rows + d * V;
     out->tie_margin = (double)ref_row[out->ref_token] - (double)ref_row[out->eng_token];
-    if (in->sampled) {
-        decide(out, VERDICT_MISMATCH, 0,
-               "sampled request: the tokens differ at %d (a sampled request never ties)", d);
-        return;
+    const int sampled = in->temperature > 0.0;
+    double margin = out->tie_margin;
+    char what[96]; // the margin at d against its bound, in words
+    if (sampled) {
+        out->bound = 4.0 * in->tol / in->temperature;
+        margin = out->sample_margin =
+            sampler_margin(ref_row, in->V, in->temperature, in->seed, (int64_t)in->n_prompt + d);
+        snprintf(what, sizeof what, "sampled: the reference's sampling margin %.4g", margin);
+    } else {
+        out->bound = in->tol;
+        snprintf(what, sizeof what, "the reference's margin %.4g nat", margin);
     }
-    if (!(out->tie_margin < in->tol)) {
-        decide(out, VERDICT_MISMATCH, 0,
-               "the reference prefers its token by %.4g nat, not below the tolerance %.4g",
-               out->tie_margin, in->tol);
+    const char *bound_name = sampled ? "4 tol/T" : "the tolerance";
+    if (!(margin < out->bound)) {
+        decide(out, VERDICT_MISMATCH, 0, "%s at %d is not below %s %.4g", what, d, bound_name,
+               out->bound);
         return;
     }
     if (!in->tf_rows) {
@@ -114,31 +121,46 @@ void verdict_judge(const verdict_input *in, verdict *out) {
     for (int i = d + 1; i < in->n_eng; i++) {
         const float *tf = in->tf_rows + i * V;
         if (in->eng_rows) track_dlogit(out, in->eng_rows + i * V, tf, in->V, i);
-        double gap = (double)tf[argmax_f32(tf, in->V)] - (double)tf[in->eng_tokens[i]];
-        if (out->tf_fail < 0 && !(gap <= in->tol)) {
+        if (out->tf_fail >= 0) continue;
+        int64_t pos = (int64_t)in->n_prompt + i;
+        double gap;
+        int pass;
+        if (sampled) {
+            pass = sampler_pick(tf, in->V, in->temperature, in->seed, pos) == in->eng_tokens[i];
+            gap = sampler_margin(tf, in->V, in->temperature, in->seed, pos);
+            pass = pass || gap < out->bound;
+        } else {
+            gap = (double)tf[argmax_f32(tf, in->V)] - (double)tf[in->eng_tokens[i]];
+            pass = gap <= in->tol;
+        }
+        if (!pass) {
             out->tf_fail = i;
             out->tf_gap = gap;
         }
     }
     if (out->tf_fail >= 0) {
-        decide(out, VERDICT_MISMATCH, 0,
-               "a tie at the first difference, but later token %d fails the teacher-forced "
-               "check by %.4g nat",
-               out->tf_fail, out->tf_gap);
+        if (sampled)
+            decide(out, VERDICT_MISMATCH, 0,
+                   "a tie at the first difference, but at later token %d the reference samples "
+                   "another token with sampling margin %.4g, not below 4 tol/T %.4g",
+                   out->tf_fail, out->tf_gap, out->bound);
+        else
+            decide(out, VERDICT_MISMATCH, 0,
+                   "a tie at the first difference, but later token %d fails the teacher-forced "
+                   "check by %.4g nat",
+                   out->tf_fail, out->tf_gap);
         return;
     }
     if (in->identical_only) {
         decide(out, VERDICT_TIE, 0,
-               "a TIE (the reference's margin %.4g nat is below the tolerance %.4g and every later "
-               "token passes the teacher-forced check), but this suite requires every request "
-               "IDENTICAL",
-               out->tie_margin, in->tol);
+               "a TIE (%s is below %s %.4g and every later token passes the teacher-forced "
+               "check), but this suite requires every request IDENTICAL",
+               what, bound_name, out->bound);
         return;
     }
     decide(out, VERDICT_TIE, 1,
-           "the reference's margin %.4g nat is below the tolerance %.4g and every later token "
-           "passes the teacher-forced check",
-           out->tie_margin, in->tol);
+           "%s is below %s %.4g and every later token passes the teacher-forced check", what,
+           bound_name, out->bound);
 }
 
 int verdict_teacher_rows(const target_model *m, const int *prompt, int n_prompt, const int *tokens,

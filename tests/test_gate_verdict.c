@@ -1,13 +1,15 @@
 // tests/test_gate_verdict.c: gates/verdict.c: the verdicts of design.md §4 on synthetic logits rows
 // (IDENTICAL; REJECTED where expected or not; MISMATCH at a wide margin, past a difference, on
 // lengths; TIE below the tolerance with the teacher-forced check of every later token, and its
-// failures; a TIE failing where the suite requires IDENTICAL (identical_only); sampled requests
-// never tie), |Δlogit| over the common prefix only, NaN handling, the top-5 order, and the
-// teacher-forced reference rows on the tiny fixture.
+// failures; a TIE failing where the suite requires IDENTICAL (identical_only); the sampled TIE:
+// the reference's sampling margin at the difference below 4 tol/T or not, and the sampled
+// teacher-forced check of later tokens), |Δlogit| over the common prefix only, NaN handling, the
+// top-5 order, and the teacher-forced reference rows on the tiny fixture.
 // ctest-labels: cpu;unit
 #include <math.h>
 #include <string.h>
 
+#include "common/sampler.h"
 #include "engine_fixture.h"
 #include "gates/verdict.h"
 
@@ -176,12 +178,149 @@ START_TEST(test_tie_fails_teacher_forcing) {
     verdict_judge(&in, &v);
     ck_assert_int_eq(v.kind, VERDICT_MISMATCH);
     ck_assert_ptr_nonnull(strstr(v.why, "teacher-forced"));
-    // A sampled request never ties.
-    in = input();
-    in.sampled = 1;
+}
+END_TEST
+
+// ---- sampled requests: seed SEED_T, temperature ST, generated token i at position NP + i ----
+
+#define NP 11
+#define ST 0.5
+static uint64_t seed_t;
+
+// A seed whose uniforms at positions NP .. NP + NT - 1 all lie in [0.25, 0.75], so that any
+// bucket margin up to 0.25 can be built around them.
+static uint64_t central_seed(void) {
+    for (uint64_t seed = 1; seed < 100000; seed++) {
+        int ok = 1;
+        for (int i = 0; i < NT && ok; i++) {
+            double u = sampler_uniform(seed, NP + i);
+            ok = u >= 0.25 && u <= 0.75;
+        }
+        if (ok) return seed;
+    }
+    ck_abort_msg("no seed with central uniforms");
+    return 0;
+}
+
+// Row at generated token i: the sampler picks `pick` with margin m (<= 0.25), all the mass on
+// `pick` and `other` (the rest at -100, negligible), logits T log p.
+static void sampled_row(float *row, int i, int pick, int other, double m) {
+    double u = sampler_uniform(seed_t, NP + i);
+    // pick's bucket starts at 0 when it has the lower id, so it must end at u + m; else the
+    // other's bucket ends at u - m, where pick's begins.
+    double p_pick = pick < other ? u + m : 1.0 - (u - m);
+    for (int v = 0; v < NV; v++) row[v] = -100.0f;
+    row[pick] = (float)(ST * log(p_pick));
+    row[other] = (float)(ST * log(1.0 - p_pick));
+    ck_assert_int_eq(sampler_pick(row, NV, ST, seed_t, NP + i), pick);
+    ck_assert_double_eq_tol(sampler_margin(row, NV, ST, seed_t, NP + i), m, 1e-5);
+}
+
+// Both sample 3,1,4,1,5,2 with margins 0.2 (not below 4 tol/T = 0.16); tf rows = ref rows.
+static void sampled_agree(void) {
+    static const int toks[NT] = {3, 1, 4, 1, 5, 2};
+    seed_t = central_seed();
+    for (int i = 0; i < NT; i++) {
+        ref_tok[i] = eng_tok[i] = toks[i];
+        sampled_row(ref_rows[i], i, toks[i], (toks[i] + 3) % NV, 0.2);
+        memcpy(eng_rows[i], ref_rows[i], sizeof ref_rows[i]);
+        memcpy(tf_rows[i], ref_rows[i], sizeof ref_rows[i]);
+    }
+}
+
+static verdict_input sampled_input(void) {
+    verdict_input in = input();
+    in.temperature = ST;
+    in.seed = seed_t;
+    in.n_prompt = NP;
+    return in;
+}
+
+// A sampled tie candidate: at token 2 the reference samples 4 with margin m; the engine took 0.
+static void make_sampled_diff(double m) {
+    sampled_agree();
+    sampled_row(ref_rows[2], 2, 4, 0, m);
+    memcpy(eng_rows[2], ref_rows[2], sizeof ref_rows[2]);
+    eng_tok[2] = 0;
+}
+
+START_TEST(test_sampled_tie) {
+    make_sampled_diff(0.05); // 0.05 < 4 * 0.02 / 0.5 = 0.16
+    // Later token 4: the reference samples 6 along the engine's prefix, but only by 0.1 < 0.16.
+    sampled_row(tf_rows[4], 4, 6, eng_tok[4], 0.1);
+    verdict_input in = sampled_input();
+    verdict v;
+    verdict_judge(&in, &v);
+    ck_assert_msg(v.kind == VERDICT_TIE && v.passed, "%s: %s", verdict_name(v.kind), v.why);
+    ck_assert_int_eq(v.diff, 2);
+    ck_assert_int_eq(v.ref_token, 4);
+    ck_assert_int_eq(v.eng_token, 0);
+    ck_assert_double_eq_tol(v.sample_margin, 0.05, 1e-5);
+    ck_assert_double_eq_tol(v.bound, 0.16, 1e-12);
+    ck_assert_int_eq(v.tf_fail, -1);
+    ck_assert_msg(strstr(v.why, "sampling margin 0.05") && strstr(v.why, "4 tol/T 0.16"), "%s",
+                  v.why);
+    // The hedge suites still require IDENTICAL.
+    in.identical_only = 1;
+    verdict_judge(&in, &v);
+    ck_assert_int_eq(v.kind, VERDICT_TIE);
+    ck_assert(!v.passed);
+    ck_assert_ptr_nonnull(strstr(v.why, "requires every request IDENTICAL"));
+    // The same rows greedy: the logit margin at the difference (about 100 nat) is no tie.
+    in = sampled_input();
+    in.temperature = 0.0;
     verdict_judge(&in, &v);
     ck_assert_int_eq(v.kind, VERDICT_MISMATCH);
-    ck_assert_ptr_nonnull(strstr(v.why, "sampled"));
+    ck_assert_double_eq(v.sample_margin, 0.0);
+}
+END_TEST
+
+START_TEST(test_sampled_mismatch) {
+    // A sampling margin beyond 4 tol/T at the first difference.
+    make_sampled_diff(0.2);
+    verdict_input in = sampled_input();
+    verdict v;
+    verdict_judge(&in, &v);
+    ck_assert_int_eq(v.kind, VERDICT_MISMATCH);
+    ck_assert_int_eq(v.diff, 2);
+    ck_assert_double_eq_tol(v.sample_margin, 0.2, 1e-5);
+    ck_assert_int_eq(v.tf_fail, -1);
+    ck_assert_msg(strstr(v.why, "sampling margin 0.2") && strstr(v.why, "not below 4 tol/T"),
+                  "%s", v.why);
+    // The bound is 4 tol/T: 0.1 ties at tol 0.02 (bound 0.16), not at tol 0.01 (bound 0.08).
+    make_sampled_diff(0.1);
+    in = sampled_input();
+    verdict_judge(&in, &v);
+    ck_assert_msg(v.kind == VERDICT_TIE, "%s", v.why);
+    in.tol = 0.01;
+    verdict_judge(&in, &v);
+    ck_assert_double_eq_tol(v.bound, 0.08, 1e-12);
+    ck_assert_int_eq(v.kind, VERDICT_MISMATCH);
+    // Without teacher-forced rows the tie cannot be confirmed.
+    in = sampled_input();
+    in.tf_rows = NULL;
+    verdict_judge(&in, &v);
+    ck_assert_int_eq(v.kind, VERDICT_MISMATCH);
+    ck_assert_ptr_nonnull(strstr(v.why, "teacher-forced"));
+}
+END_TEST
+
+START_TEST(test_sampled_fails_teacher_forcing) {
+    make_sampled_diff(0.05);
+    // Later token 4: the reference samples 6 along the engine's prefix by 0.2, not below 0.16.
+    sampled_row(tf_rows[4], 4, 6, eng_tok[4], 0.2);
+    verdict_input in = sampled_input();
+    verdict v;
+    verdict_judge(&in, &v);
+    ck_assert_int_eq(v.kind, VERDICT_MISMATCH);
+    ck_assert_int_eq(v.tf_fail, 4);
+    ck_assert_double_eq_tol(v.tf_gap, 0.2, 1e-5);
+    ck_assert_msg(strstr(v.why, "later token 4") && strstr(v.why, "samples another token"), "%s",
+                  v.why);
+    // The first failing position is reported, not a later one.
+    sampled_row(tf_rows[5], 5, 7, eng_tok[5], 0.25);
+    verdict_judge(&in, &v);
+    ck_assert_int_eq(v.tf_fail, 4);
 }
 END_TEST
 
@@ -266,6 +405,9 @@ int main(void) {
     tcase_add_test(tc, test_mismatch_wide_margin);
     tcase_add_test(tc, test_tie);
     tcase_add_test(tc, test_tie_fails_teacher_forcing);
+    tcase_add_test(tc, test_sampled_tie);
+    tcase_add_test(tc, test_sampled_mismatch);
+    tcase_add_test(tc, test_sampled_fails_teacher_forcing);
     tcase_add_test(tc, test_lengths_and_nan);
     tcase_add_test(tc, test_row_top);
     tcase_add_test(tc, test_teacher_rows);
