@@ -121,7 +121,6 @@ static int setup(sg_engine *e) {
     SG_TRY(dev_alloc(e, R * e->tap_w * sizeof(bf16), "verify taps", (void **)&e->taps));
     SG_TRY(dev_alloc(e, 2 * R * sizeof(uint64_t) + R * sizeof(int32_t), "row results",
                      (void **)&e->dig));
-    e->ids = (int32_t *)(e->dig + 2 * R);
     if (e->dm) {
         const drafter_config *dc = &e->dm->cfg;
         SG_TRY(fwd_drafter_load(&e->d, e->be, e->dm, &e->t));

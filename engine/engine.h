@@ -195,18 +195,22 @@ int engine_check_pools(const sg_engine *e);
 // The auto controller (NULL without hedge_auto).
 const auto_controller *engine_auto(const sg_engine *e);
 
-// Device-to-host copies made by the speculative rounds (the round of each step; the prefill before
-// it is not counted), by kind. A round's common path makes at most two: ONE copy of the drafted
-// span tokens of every chain (chain A and all ladders, packed in the device chain matrix; none when
-// no request drafts) and ONE copy of the verify results of every row (argmax ids, logits-row and
-// tap-row digests, packed on the device). Only when used: the drafter's hidden rows for
-// --conf-threshold (one copy), one logits row per sampled request, and the test hooks' reads.
+// Device-to-host copies, by kind: those of the speculative rounds (the round of each step) and,
+// apart, those of the prefill forwards before them. A round's common path makes at most two: ONE
+// copy of the drafted span tokens of every chain (chain A and all ladders, packed in the device
+// chain matrix; none when no request drafts) and ONE copy of the verify results of every row
+// (argmax ids, logits-row and tap-row digests, packed on the device). A prefill forward makes ONE
+// copy of its results in the same packed layout (ids and logits digests of the rows that end a
+// prompt, tap digests of every row), none when it ends no prompt. Only when used: the drafter's
+// hidden rows for --conf-threshold (one copy), one logits row per sampled request, and the test
+// hooks' reads.
 typedef enum {
     ENGINE_D2H_SPANS,   // drafted chain tokens
     ENGINE_D2H_RESULTS, // verify ids and digests
     ENGINE_D2H_CONF,    // confidence-cut hidden rows
     ENGINE_D2H_SAMPLED, // logits rows of sampled requests
     ENGINE_D2H_HOOKS,   // test hooks and faults (engine_hooks)
+    ENGINE_D2H_PREFILL, // prefill ids and digests
     ENGINE_D2H_KINDS
 } engine_d2h_kind;
 
@@ -219,6 +223,8 @@ typedef struct {
     int64_t rounds;   // rounds run
     engine_d2h last;  // the last round's copies
     engine_d2h total; // summed over every round
+    int64_t prefills;   // prefill forwards run
+    engine_d2h prefill; // the prefill forwards' copies, summed (not in last or total)
 } engine_transfers;
 
 void engine_transfer_stats(const sg_engine *e, engine_transfers *out);

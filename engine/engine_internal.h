@@ -55,11 +55,8 @@ struct sg_engine {
     // Device buffers.
     float *logits;           // [max_rows, V]
     bf16 *taps;              // [max_rows, tap_w]
-    int32_t *ids;            // [max_rows]
-    uint64_t *dig;           // one allocation: [2, max_rows] uint64, then ids [max_rows] int32.
-                             // Prefill: logits digests at dig, tap digests at dig + max_rows,
-                             // ids at e->ids (which points into it). Verify packs its `rows`
-                             // results densely from dig on (eng_results) for ONE download.
+    uint64_t *dig;           // [2·max_rows] uint64 + [max_rows] int32: a forward's results,
+                             // packed densely from dig on by eng_results for ONE download.
     bf16 *ctx_taps;          // [max_rows, tap_w] drafter context rows
     float *U;                // [max_seqs·B, V]
     bf16 *hidden;            // [max_seqs·B, H]
@@ -79,7 +76,7 @@ struct sg_engine {
     int dead;                // a hard error happened
     auto_controller ac;
     engine_transfers xfer;   // device-to-host copies (engine_transfer_stats)
-    engine_d2h xfer_round;   // the current round's, folded into xfer at its end
+    engine_d2h xfer_round;   // the current round's or prefill forward's, folded into xfer
 };
 
 // scheduler.c
@@ -95,6 +92,15 @@ int eng_is_stop(const sg_engine *e, const eng_req *r, int token, engine_stop *wh
 // The engine's device-to-host copy of a round: be->download, counted in e->xfer_round by kind.
 void eng_download(sg_engine *e, engine_d2h_kind kind, void *dst_host, const void *src_dev,
                   size_t bytes);
+// Adds the copies of record d into sum.
+void eng_d2h_add(engine_d2h *sum, const engine_d2h *d);
+// A forward's results, computed on the device packed from e->dig on and fetched in ONE download
+// of kind `kind` into host [(n_logits + n_taps)·8 + n_logits·4 bytes]: logits digests [n_logits]
+// of logits rows 0 .. n_logits, tap digests [n_taps] of tap rows 0 .. n_taps (none without taps),
+// argmax ids [n_logits] int32 (-1: NaN / Inf row). *dl, *dt (NULL without taps), *ids point into
+// host. The logits digests come first, as the commit hook expects.
+void eng_results(sg_engine *e, engine_d2h_kind kind, int n_logits, int n_taps, uint64_t *host,
+                 uint64_t **dl, uint64_t **dt, int32_t **ids);
 // draft.c: drafts chain A for reqs[0 .. n) (greedy requests with at least one draft left after
 // the clamp; their pending context is ingested first) and, for those with hedge[i], C =
 // e->n_chains ladders; fills out[n] and the host chain matrix host_tok [max_chains, B+1]

@@ -9,7 +9,8 @@
 // and the phase timing (engine.h engine_timing: eng_clock; the verify and accept phases, the
 // round), inert without options.timing.
 // Transfers: every device-to-host copy goes through eng_download and is counted by kind; a round's
-// common path is one copy of the span tokens (draft.c) and one of the verify results (verify).
+// common path is one copy of the span tokens (draft.c) and one of the verify results (verify,
+// through eng_results, which the prefill forwards of scheduler.c share).
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -23,6 +24,32 @@ void eng_download(sg_engine *e, engine_d2h_kind kind, void *dst_host, const void
     e->be->download(e->be->ctx, dst_host, src_dev, bytes);
     e->xfer_round.copies[kind]++;
     e->xfer_round.bytes[kind] += (int64_t)bytes;
+}
+
+void eng_d2h_add(engine_d2h *sum, const engine_d2h *d) {
+    for (int k = 0; k < ENGINE_D2H_KINDS; k++) {
+        sum->copies[k] += d->copies[k];
+        sum->bytes[k] += d->bytes[k];
+    }
+}
+
+void eng_results(sg_engine *e, engine_d2h_kind kind, int n_logits, int n_taps, uint64_t *host,
+                 uint64_t **dl, uint64_t **dt, int32_t **ids) {
+    const sg_backend *be = e->be;
+    if (!e->tap_w) n_taps = 0;
+    SG_CHECK(n_logits <= e->o.max_rows && n_taps <= e->o.max_rows, "results of %d, %d rows",
+             n_logits, n_taps);
+    size_t n_dig = (size_t)n_logits + n_taps;
+    int32_t *ids_dev = (int32_t *)(e->dig + n_dig);
+    be->argmax(be->ctx, e->logits, n_logits, e->V, (size_t)e->V, ids_dev);
+    be->digest(be->ctx, e->logits, n_logits, e->V, 4, (size_t)e->V * sizeof(float), e->dig);
+    if (n_taps > 0)
+        be->digest(be->ctx, e->taps, n_taps, e->tap_w, 2, (size_t)e->tap_w * sizeof(bf16),
+                   e->dig + n_logits);
+    eng_download(e, kind, host, e->dig, n_dig * sizeof(uint64_t) + n_logits * sizeof(int32_t));
+    *dl = host;
+    *dt = e->tap_w ? host + n_logits : NULL;
+    *ids = (int32_t *)(host + n_dig);
 }
 
 int64_t eng_clock(const sg_engine *e) {
@@ -39,10 +66,7 @@ static void xfer_end(sg_engine *e) {
     engine_transfers *x = &e->xfer;
     x->rounds++;
     x->last = e->xfer_round;
-    for (int k = 0; k < ENGINE_D2H_KINDS; k++) {
-        x->total.copies[k] += e->xfer_round.copies[k];
-        x->total.bytes[k] += e->xfer_round.bytes[k];
-    }
+    eng_d2h_add(&x->total, &e->xfer_round);
 }
 
 int eng_is_stop(const sg_engine *e, const eng_req *r, int token, engine_stop *why) {
@@ -239,24 +263,14 @@ static void build_batch(sg_engine *e, round_state *s) {
     free(table);
 }
 
-// The verify forward, then the per-row results packed on the device from e->dig on, for rows n:
-// logits digests [n], tap digests [n] (with taps), argmax ids [n] int32; fetched in ONE download.
+// The verify forward, then the per-row results of its n rows packed on the device and fetched in
+// ONE download (eng_results): logits digests [n], tap digests [n] (with taps), argmax ids [n].
 static int verify(sg_engine *e, round_state *s) {
-    const sg_backend *be = e->be;
-    int n = s->rows, n_dig = e->tap_w ? 2 : 1;
+    int n = s->rows;
     fwd_batch b;
     fwd_stage_target(&e->tw, n, s->tok, s->pos, s->tab, n, NULL, &b);
     fwd_target_forward(&e->t, &e->tw, &e->kc, &b, e->logits, e->tap_w ? e->taps : NULL);
-    int32_t *ids = (int32_t *)(e->dig + (size_t)n_dig * n);
-    be->argmax(be->ctx, e->logits, n, e->V, (size_t)e->V, ids);
-    be->digest(be->ctx, e->logits, n, e->V, 4, (size_t)e->V * sizeof(float), e->dig);
-    if (e->tap_w)
-        be->digest(be->ctx, e->taps, n, e->tap_w, 2, (size_t)e->tap_w * sizeof(bf16), e->dig + n);
-    eng_download(e, ENGINE_D2H_RESULTS, s->res, e->dig,
-                 (size_t)n * (n_dig * sizeof(uint64_t) + sizeof(int32_t)));
-    s->dl = s->res;
-    s->dt = e->tap_w ? s->res + n : NULL;
-    s->ids = (int32_t *)(s->res + (size_t)n_dig * n);
+    eng_results(e, ENGINE_D2H_RESULTS, n, n, s->res, &s->dl, &s->dt, &s->ids);
     engine_timing *tm = eng_timing(e);
     if (tm) {
         tm->verify_forwards++;

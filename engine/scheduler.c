@@ -131,9 +131,10 @@ typedef struct {
 } segment;
 
 // Runs one prefill batch of segments; requests whose prompt ends in it take their first token.
+// Its results (ids and logits digests of those last prompt rows, tap digests of every row) come in
+// ONE download (eng_results); its copies are recorded in e->xfer.prefill.
 static int prefill_batch(sg_engine *e, const segment *seg, int n_seg, int rows, int32_t *tok,
                          int32_t *pos, int32_t *tab) {
-    const sg_backend *be = e->be;
     int32_t *lrows = sg_calloc((size_t)n_seg, sizeof *lrows);
     int *lreq = sg_calloc((size_t)n_seg, sizeof *lreq);
     int n_logits = 0;
@@ -142,6 +143,7 @@ static int prefill_batch(sg_engine *e, const segment *seg, int n_seg, int rows, 
             lrows[n_logits] = seg[s].row + seg[s].to - seg[s].from - 1;
             lreq[n_logits++] = seg[s].req;
         }
+    memset(&e->xfer_round, 0, sizeof e->xfer_round);
     fwd_batch b;
     fwd_stage_target(&e->tw, rows, tok, pos, tab, n_logits, lrows, &b);
     fwd_target_forward(&e->t, &e->tw, &e->kc, &b, e->logits, e->tap_w ? e->taps : NULL);
@@ -152,18 +154,12 @@ static int prefill_batch(sg_engine *e, const segment *seg, int n_seg, int rows, 
     }
     int st = SG_OK;
     if (n_logits > 0) {
-        int32_t *ids = sg_calloc((size_t)n_logits, sizeof *ids);
-        uint64_t *dl = sg_calloc((size_t)n_logits, sizeof *dl);
-        uint64_t *dt = sg_calloc((size_t)rows, sizeof *dt);
+        uint64_t *res = sg_calloc((size_t)(n_logits + rows) * sizeof(uint64_t) +
+                                      (size_t)n_logits * sizeof(int32_t), 1);
+        uint64_t *dl, *dt;
+        int32_t *ids;
         float *row = sg_calloc((size_t)e->V, sizeof *row);
-        be->argmax(be->ctx, e->logits, n_logits, e->V, (size_t)e->V, e->ids);
-        be->digest(be->ctx, e->logits, n_logits, e->V, 4, (size_t)e->V * sizeof(float), e->dig);
-        if (e->tap_w)
-            be->digest(be->ctx, e->taps, rows, e->tap_w, 2, (size_t)e->tap_w * sizeof(bf16),
-                       e->dig + e->o.max_rows);
-        be->download(be->ctx, ids, e->ids, (size_t)n_logits * sizeof *ids);
-        be->download(be->ctx, dl, e->dig, (size_t)n_logits * sizeof *dl);
-        if (e->tap_w) be->download(be->ctx, dt, e->dig + e->o.max_rows, (size_t)rows * sizeof *dt);
+        eng_results(e, ENGINE_D2H_PREFILL, n_logits, rows, res, &dl, &dt, &ids);
         for (int i = 0; i < n_logits && st == SG_OK; i++) {
             eng_req *r = &e->reqs[lreq[i]];
             int p = r->req.n_prompt - 1;
@@ -174,17 +170,18 @@ static int prefill_batch(sg_engine *e, const segment *seg, int n_seg, int rows, 
             }
             int token = ids[i];
             if (r->req.temperature > 0.0) {
-                be->download(be->ctx, row, e->logits + (size_t)i * e->V, (size_t)e->V * sizeof *row);
+                eng_download(e, ENGINE_D2H_SAMPLED, row, e->logits + (size_t)i * e->V,
+                             (size_t)e->V * sizeof *row);
                 token = sampler_pick(row, e->V, r->req.temperature, r->req.seed, p + 1);
             }
             kv_pages_commit(&e->kp, r->seq, r->req.n_prompt);
-            if (eng_commit_token(e, r, token, dl[i], dt[lrows[i]])) eng_finish(e, lreq[i]);
+            if (eng_commit_token(e, r, token, dl[i], dt ? dt[lrows[i]] : 0)) eng_finish(e, lreq[i]);
         }
-        free(ids);
-        free(dl);
-        free(dt);
+        free(res);
         free(row);
     }
+    e->xfer.prefills++;
+    eng_d2h_add(&e->xfer.prefill, &e->xfer_round);
     free(lrows);
     free(lreq);
     return st;

@@ -4,7 +4,10 @@
 // drafted span tokens (chain A and every ladder; none when no request drafts) and ONE copy of the
 // verify results (ids and digests of every row), with the bytes those hold; the confidence cut's
 // hidden rows and the sampled requests' logits rows are copied only when used; a step without
-// admissions makes no other copy. Tokens and digests are those of an unwrapped run.
+// admissions makes no other copy. Every prefill forward that ends a prompt makes exactly ONE copy
+// of its results (ids and logits digests of the prompts it ends, tap digests of every row), in its
+// own record (engine_transfers.prefill), and one more per sampled request only; with the rounds'
+// copies these are all the backend sees. Tokens and digests are those of an unwrapped run.
 // ctest-labels: cpu;unit
 #include <string.h>
 
@@ -79,8 +82,36 @@ static void expected_round(const sg_workload *w, const drafter_model *d, const e
 }
 
 typedef struct {
-    int rounds, hedged, sampled, admitting;
+    int rounds, hedged, sampled, admitting, chunked;
 } seen;
+
+// Checks the prefill record's growth (from `was` to `now`) in a step that admitted n_adm requests
+// (n_samp sampled) with P prompt rows in all, R rows a forward. Greedy packing fills forwards to R
+// rows, so there are ⌈P/R⌉; each ending a prompt makes ONE results copy. Its size is exact when one
+// forward holds every prompt or one request is alone: then only the last forward ends a prompt.
+// Returns the forwards run.
+static int64_t check_prefill(const engine_transfers *was, const engine_transfers *now, int taps,
+                             int64_t n_adm, int64_t n_samp, int64_t P, int64_t R, int64_t V) {
+    int64_t fwd = (P + R - 1) / R, dc[ENGINE_D2H_KINDS], db[ENGINE_D2H_KINDS];
+    for (int k = 0; k < ENGINE_D2H_KINDS; k++) {
+        dc[k] = now->prefill.copies[k] - was->prefill.copies[k];
+        db[k] = now->prefill.bytes[k] - was->prefill.bytes[k];
+        if (k != ENGINE_D2H_PREFILL && k != ENGINE_D2H_SAMPLED) ck_assert_int_eq(dc[k], 0);
+    }
+    ck_assert_int_eq(now->prefills - was->prefills, fwd);
+    ck_assert_int_eq(dc[ENGINE_D2H_SAMPLED], n_samp);
+    ck_assert_int_eq(db[ENGINE_D2H_SAMPLED], n_samp * V * (int64_t)sizeof(float));
+    ck_assert_int_ge(dc[ENGINE_D2H_PREFILL], 1);
+    ck_assert_int_le(dc[ENGINE_D2H_PREFILL], fwd < n_adm ? fwd : n_adm);
+    if (fwd == 1 || n_adm == 1) {
+        int64_t last_rows = P - (fwd - 1) * R;
+        ck_assert_int_eq(dc[ENGINE_D2H_PREFILL], 1);
+        ck_assert_int_eq(db[ENGINE_D2H_PREFILL],
+                         n_adm * (int64_t)(sizeof(uint64_t) + sizeof(int32_t)) +
+                             (taps ? last_rows * (int64_t)sizeof(uint64_t) : 0));
+    }
+    return fwd;
+}
 
 // Runs w step by step on the counting backend, checking every round's record; then compares the
 // tokens and digests with an unwrapped run.
@@ -97,24 +128,46 @@ static seen run_checked(const sg_workload *w, const drafter_model *d, const engi
     snap *post = sg_calloc((size_t)w->n_requests, sizeof *post);
     engine_d2h sum = {0};
     seen n = {0};
+    int64_t R = o->max_rows ? o->max_rows : ENGINE_DEFAULT_MAX_ROWS;
+    engine_transfers t;
+    engine_transfer_stats(e, &t);
     while (!engine_finished(e)) {
         int step = engine_steps(e);
         take(e, pre);
         int64_t c0 = be_copies, b0 = be_bytes;
+        engine_transfers was = t;
         ck_assert_msg(engine_step(e) == SG_OK, "%s", sg_error());
         take(e, post);
-        engine_transfers t;
         engine_transfer_stats(e, &t);
         engine_d2h want;
         int ran, admitted = 0;
-        int64_t ladders;
+        int64_t ladders, n_adm = 0, n_samp = 0, P = 0;
         expected_round(w, d, o, pre, post, &want, &ran, &ladders);
         for (int i = 0; i < w->n_requests; i++) {
             engine_result r;
             engine_result_of(e, i, &r);
-            admitted |= r.admitted_step == step;
+            if (r.admitted_step != step) continue;
+            admitted = 1;
+            n_adm++;
+            n_samp += w->requests[i].temperature > 0.0;
+            P += w->requests[i].n_prompt;
         }
-        if (!ran) continue;
+        // The prefill's copies, then the round's, are every copy the backend saw in the step.
+        int64_t pre_copies = engine_d2h_copies(&t.prefill) - engine_d2h_copies(&was.prefill);
+        int64_t pre_bytes = 0;
+        for (int k = 0; k < ENGINE_D2H_KINDS; k++)
+            pre_bytes += t.prefill.bytes[k] - was.prefill.bytes[k];
+        if (admitted) {
+            n.chunked += check_prefill(&was, &t, d != NULL, n_adm, n_samp, P, R,
+                                       M.target.cfg.vocab_size) > 1;
+        } else {
+            ck_assert_int_eq(t.prefills, was.prefills);
+            ck_assert_int_eq(pre_copies, 0);
+        }
+        if (!ran) {
+            ck_assert_int_eq(be_copies - c0, pre_copies);
+            continue;
+        }
         n.rounds++;
         ck_assert_int_eq(t.rounds, n.rounds);
         for (int k = 0; k < ENGINE_D2H_KINDS; k++) {
@@ -127,22 +180,20 @@ static seen run_checked(const sg_workload *w, const drafter_model *d, const engi
         }
         ck_assert_int_le(t.last.copies[ENGINE_D2H_SPANS], 1);
         ck_assert_int_eq(t.last.copies[ENGINE_D2H_RESULTS], 1);
-        // The backend saw the round's copies, and nothing else unless a prefill ran.
         int64_t round_bytes = 0;
         for (int k = 0; k < ENGINE_D2H_KINDS; k++) round_bytes += t.last.bytes[k];
-        if (admitted) {
-            n.admitting++;
-            ck_assert_int_ge(be_copies - c0, engine_d2h_copies(&t.last));
-        } else {
-            ck_assert_int_eq(be_copies - c0, engine_d2h_copies(&t.last));
-            ck_assert_int_eq(be_bytes - b0, round_bytes);
-        }
+        ck_assert_int_eq(be_copies - c0, pre_copies + engine_d2h_copies(&t.last));
+        ck_assert_int_eq(be_bytes - b0, pre_bytes + round_bytes);
+        n.admitting += admitted;
         n.hedged += ladders > 0;
         n.sampled += want.copies[ENGINE_D2H_SAMPLED] > 0;
     }
-    engine_transfers t;
     engine_transfer_stats(e, &t);
     ck_assert(memcmp(&t.total, &sum, sizeof sum) == 0);
+    // One results copy per prefill forward at most, and at least one.
+    ck_assert_int_le(t.prefill.copies[ENGINE_D2H_PREFILL], t.prefills);
+    ck_assert_int_ge(t.prefill.copies[ENGINE_D2H_PREFILL], 1);
+    ck_assert_int_ge(t.prefills, 1);
     // The same tokens and digests as a run on the plain CPU backend.
     sg_backend *bp;
     sg_engine *ep = ef_run(&M, d, o, w, 0, -1, &bp);
@@ -197,6 +248,10 @@ START_TEST(test_plain_rounds) {
     engine_options o = ef_unhedged();
     seen n = run_checked(&w, NULL, &o);
     ck_assert_int_gt(n.rounds, 10);
+    o.max_rows = 16; // prompts prefilled in chunks: several forwards, fewer ending a prompt
+    n = run_checked(&w, NULL, &o);
+    ck_assert_int_gt(n.chunked, 0);
+    o.max_rows = 0;
     o.plain = 1;
     n = run_checked(&w, &M.dspark, &o);
     ck_assert_int_gt(n.rounds, 10);
