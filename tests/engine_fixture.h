@@ -50,6 +50,15 @@ static inline void ef_close(ef_models *m) {
     target_model_free(&m->target);
 }
 
+// For the tests that run the program: the tiny set's folder and a fresh temporary folder.
+static inline void ef_cli_setup(char *fixture_dir, size_t dir_size, char *tmp, size_t tmp_size) {
+    ef_models m;
+    ef_open_set(&m, "tiny");
+    snprintf(fixture_dir, dir_size, "%s", m.fx.dir);
+    ef_close(&m);
+    tu_tmpdir(tmp, tmp_size);
+}
+
 static inline void ef_workload(const ef_models *m, const char *suite, sg_workload *w) {
     ck_assert_msg(fixture_load_workload(&m->fx, suite, m->target.cfg.vocab_size, w) == SG_OK,
                   "%s", sg_error());

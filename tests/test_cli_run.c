@@ -26,13 +26,7 @@ static void expect(int status, const char *needle, const char *fmt, const char *
                   "output lacks \"%s\"?\n%s", args, got, status, needle, output);
 }
 
-static void setup(void) {
-    ef_models m;
-    ef_open_set(&m, "tiny");
-    snprintf(fixture_dir, sizeof fixture_dir, "%s", m.fx.dir);
-    ef_close(&m);
-    tu_tmpdir(tmp, sizeof tmp);
-}
+static void setup(void) { ef_cli_setup(fixture_dir, sizeof fixture_dir, tmp, sizeof tmp); }
 
 START_TEST(test_run_hedged_vs_unhedged) {
     char a[600], b[600];

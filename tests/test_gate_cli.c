@@ -16,13 +16,7 @@ static char output[1 << 17];
 static char fixture_dir[FIXTURE_PATH_MAX];
 static char tmp[512];
 
-static void setup(void) {
-    ef_models m;
-    ef_open_set(&m, "tiny");
-    snprintf(fixture_dir, sizeof fixture_dir, "%s", m.fx.dir);
-    ef_close(&m);
-    tu_tmpdir(tmp, sizeof tmp);
-}
+static void setup(void) { ef_cli_setup(fixture_dir, sizeof fixture_dir, tmp, sizeof tmp); }
 
 static int run(const char *fmt, const char *a, const char *b) {
     char args[4096];

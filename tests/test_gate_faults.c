@@ -17,13 +17,7 @@ static char output[1 << 18];
 static char fixture_dir[FIXTURE_PATH_MAX];
 static char tmp[512];
 
-static void setup(void) {
-    ef_models m;
-    ef_open_set(&m, "tiny");
-    snprintf(fixture_dir, sizeof fixture_dir, "%s", m.fx.dir);
-    ef_close(&m);
-    tu_tmpdir(tmp, sizeof tmp);
-}
+static void setup(void) { ef_cli_setup(fixture_dir, sizeof fixture_dir, tmp, sizeof tmp); }
 
 // Runs one suite, with the fault or without (NULL); returns the exit status and the JSON report.
 static int gate(const char *suite, const char *fault, cJSON **json) {
