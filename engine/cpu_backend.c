@@ -145,13 +145,21 @@ static void cpu_gemm(void *vctx, const bf16 *x, int M, int K, const bf16 *w, int
 
 // ---- norms, RoPE ----
 
-// y [D] = bf16(bf16(x·r)·w); y may alias x.
+// y [D] = bf16(bf16(x·r)·w); y may alias x. The sum of squares in backend.h's order: 32 lanes,
+// lane l adding x[i]² for the i of the 8-element groups i / 8 ≡ l (mod 32) in ascending i (a
+// warp's 16-byte loads on the GPU), then the butterfly s[l] += s[l ^ o] for o = 16, 8, 4, 2, 1
+// (its xor shuffles), lane 0's value.
 static void rmsnorm_row(const bf16 *x, int D, const bf16 *w, float eps, bf16 *y) {
-    float ss = 0.0f;
+    float s[32] = {0}, t[32];
     for (int i = 0; i < D; i++) {
         float v = bf16_to_f32(x[i]);
-        ss += v * v;
+        s[i / 8 % 32] += v * v;
     }
+    for (int o = 16; o >= 1; o /= 2) {
+        for (int l = 0; l < 32; l++) t[l] = s[l] + s[l ^ o];
+        memcpy(s, t, sizeof s);
+    }
+    float ss = s[0];
     float r = 1.0f / sqrtf(ss / (float)D + eps);
     for (int i = 0; i < D; i++)
         y[i] = f32_to_bf16(bf16_round(bf16_to_f32(x[i]) * r) * bf16_to_f32(w[i]));

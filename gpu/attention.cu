@@ -6,7 +6,8 @@
 //   sum = Σ_j expf(s[j] − mx), j ascending, in one thread,
 //   p[j] = expf(s[j] − mx) / sum (IEEE division),
 //   out[d] = bf16(Σ_j p[j]·v[j][d]), j ascending, one thread per d.
-// Keys are visited in tiles of ATT_TILE positions staged in shared memory; the scores are not
+// Keys (and in pass 3 values) are visited in tiles of ATT_TILE positions staged in shared memory
+// by coalesced warp loads, so no thread waits on a global load per key; the scores are not
 // stored between passes but recomputed (the same arithmetic gives the same bits), so no scratch
 // sized by the context length is needed. Every number depends only on the row's own query, its
 // sequence's K/V at positions 0 .. n_keys-1 and the head geometry: the same for a row alone, in a
@@ -15,6 +16,7 @@
 // page traps.
 #include "cuda_internal.h"
 #include "device_numerics.h"
+#include "pdl.h"
 
 namespace {
 
@@ -43,15 +45,25 @@ __global__ void kv_store_k(be_paging pg, uint16_t *k_pages, uint16_t *v_pages,
     }
 }
 
-// The keys [j0, j0 + cnt) of the row's KV head into ks [ATT_TILE][hd + 2] (rows padded so that
-// thread j's reads of row j fall in distinct banks).
-__device__ __forceinline__ void load_keys(const be_paging &pg, const uint16_t *k_pages, int s,
-                                          size_t off, int j0, int cnt, uint16_t *ks) {
-    const int hd = pg.head_dim, stride = hd + 2;
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
-    for (int r = warp; r < cnt; r += nw) {
-        const uint16_t *src = k_pages + kv_row(pg, s, j0 + r) + off;
-        for (int d = lane; d < hd; d += 32) ks[r * stride + d] = src[d];
+// The keys (and values when vs) of positions [j0, j0 + cnt) of the row's KV head into ks
+// [ATT_TILE][hd + 2] (padded so that thread j's reads of row j fall in distinct banks) and vs
+// [ATT_TILE][hd]. The rows' pool offsets are looked up once (rowoff); then every (row, pair of
+// elements) is an independent 4-byte copy (head_dim is even), all of a thread's in flight at once.
+// Callers synchronise before (the tiles are being read) and after.
+__device__ __forceinline__ void load_tile(const be_paging &pg, const uint16_t *k_pages,
+                                          const uint16_t *v_pages, int s, size_t off, int j0,
+                                          int cnt, uint16_t *ks, uint16_t *vs, size_t *rowoff) {
+    const int hd = pg.head_dim, pairs = hd / 2, n = cnt * pairs;
+    for (int r = threadIdx.x; r < cnt; r += blockDim.x) rowoff[r] = kv_row(pg, s, j0 + r) + off;
+    __syncthreads();
+#pragma unroll 4
+    for (int e = threadIdx.x; e < n; e += blockDim.x) {
+        const int r = e / pairs, d = 2 * (e % pairs);
+        *reinterpret_cast<uint32_t *>(ks + r * (hd + 2) + d) =
+            *reinterpret_cast<const uint32_t *>(k_pages + rowoff[r] + d);
+        if (vs)
+            *reinterpret_cast<uint32_t *>(vs + r * hd + d) =
+                *reinterpret_cast<const uint32_t *>(v_pages + rowoff[r] + d);
     }
 }
 
@@ -67,12 +79,15 @@ __global__ void __launch_bounds__(ATT_THREADS)
                 const uint16_t *__restrict__ v_pages, const int32_t *__restrict__ row_table,
                 const int32_t *__restrict__ n_keys, const uint16_t *__restrict__ q, int n_heads,
                 float scale, uint16_t *__restrict__ out) {
+    pdl_allow_dependents();
     extern __shared__ __align__(16) unsigned char att_smem[];
     const int hd = pg.head_dim, stride = hd + 2;
     uint16_t *ks = reinterpret_cast<uint16_t *>(att_smem); // [ATT_TILE][hd+2]
     float *qs = reinterpret_cast<float *>(att_smem + (size_t)ATT_TILE * stride * 2); // [hd]
     float *ps = qs + hd;                                                             // [ATT_TILE]
+    uint16_t *vs = reinterpret_cast<uint16_t *>(ps + ATT_TILE);                     // [ATT_TILE][hd]
     __shared__ float red[ATT_THREADS / 32];
+    __shared__ size_t rowoff[ATT_TILE];
     __shared__ float bcast;
 
     const int h = blockIdx.x, i = blockIdx.y, t = threadIdx.x;
@@ -84,13 +99,23 @@ __global__ void __launch_bounds__(ATT_THREADS)
     for (int d = t; d < hd; d += blockDim.x)
         qs[d] = d_bf16_to_f32(q[(size_t)i * qd + (size_t)h * hd + d]);
 
+    // A context of one tile is staged once for all three passes (keys and values); a longer one
+    // tile by tile in each pass (keys; values in pass 3).
+    const bool one_tile = nk <= ATT_TILE;
+    if (one_tile) {
+        load_tile(pg, k_pages, v_pages, s, off, 0, nk, ks, vs, rowoff);
+        __syncthreads();
+    }
+
     // Pass 1: the maximum score.
     float mx = -INFINITY;
     for (int j0 = 0; j0 < nk; j0 += ATT_TILE) {
         int cnt = nk - j0 < ATT_TILE ? nk - j0 : ATT_TILE;
-        __syncthreads();
-        load_keys(pg, k_pages, s, off, j0, cnt, ks);
-        __syncthreads();
+        if (!one_tile) {
+            __syncthreads();
+            load_tile(pg, k_pages, v_pages, s, off, j0, cnt, ks, NULL, rowoff);
+            __syncthreads();
+        }
         if (t < cnt) {
             float sc = score(qs, ks + t * stride, hd, scale);
             if (sc > mx) mx = sc;
@@ -116,7 +141,7 @@ __global__ void __launch_bounds__(ATT_THREADS)
     for (int j0 = 0; j0 < nk; j0 += ATT_TILE) {
         int cnt = nk - j0 < ATT_TILE ? nk - j0 : ATT_TILE;
         __syncthreads();
-        load_keys(pg, k_pages, s, off, j0, cnt, ks);
+        if (!one_tile) load_tile(pg, k_pages, v_pages, s, off, j0, cnt, ks, NULL, rowoff);
         __syncthreads();
         if (t < cnt) ps[t] = d_expf(__fsub_rn(score(qs, ks + t * stride, hd, scale), mx));
         __syncthreads();
@@ -134,13 +159,13 @@ __global__ void __launch_bounds__(ATT_THREADS)
     for (int j0 = 0; j0 < nk; j0 += ATT_TILE) {
         int cnt = nk - j0 < ATT_TILE ? nk - j0 : ATT_TILE;
         __syncthreads();
-        load_keys(pg, k_pages, s, off, j0, cnt, ks);
+        if (!one_tile) load_tile(pg, k_pages, v_pages, s, off, j0, cnt, ks, vs, rowoff);
         __syncthreads();
         if (t < cnt)
             ps[t] = __fdiv_rn(d_expf(__fsub_rn(score(qs, ks + t * stride, hd, scale), mx)), sum);
         __syncthreads();
         for (int j = 0; j < cnt; j++) {
-            const uint16_t *vr = v_pages + kv_row(pg, s, j0 + j) + off;
+            const uint16_t *vr = vs + j * hd;
             float p = ps[j];
             if (d0 < hd) acc0 = d_mac(acc0, p, d_bf16_to_f32(vr[d0]));
             if (d1 < hd) acc1 = d_mac(acc1, p, d_bf16_to_f32(vr[d1]));
@@ -151,8 +176,10 @@ __global__ void __launch_bounds__(ATT_THREADS)
     if (d1 < hd) o[d1] = d_f32_to_bf16(acc1);
 }
 
+// ks, qs, ps, vs.
 size_t attention_smem(int hd) {
-    return (size_t)ATT_TILE * (hd + 2) * 2 + (size_t)(hd + ATT_TILE) * sizeof(float);
+    return (size_t)ATT_TILE * (hd + 2) * 2 + (size_t)(hd + ATT_TILE) * sizeof(float) +
+           (size_t)ATT_TILE * hd * 2;
 }
 
 } // namespace
@@ -172,8 +199,8 @@ void cu_attention(void *ctx, const be_paging *pg, const bf16 *k_pages, const bf1
     cuda_ctx *c = static_cast<cuda_ctx *>(ctx);
     SG_CHECK(pg->n_kv_heads >= 1 && n_heads % pg->n_kv_heads == 0, "attention heads %d kv heads %d",
              n_heads, pg->n_kv_heads);
-    SG_CHECK(pg->head_dim >= 1 && pg->head_dim <= ATT_MAX_HD,
-             "attention head_dim %d (at most %d on CUDA)", pg->head_dim, ATT_MAX_HD);
+    SG_CHECK(pg->head_dim >= 2 && pg->head_dim % 2 == 0 && pg->head_dim <= ATT_MAX_HD,
+             "attention head_dim %d (even, at most %d on CUDA)", pg->head_dim, ATT_MAX_HD);
     SG_CHECK(rows <= 65535, "attention rows %d beyond the grid", rows);
     if (rows <= 0) return;
     static_assert(2 * ATT_THREADS >= ATT_MAX_HD, "two output dimensions per thread");

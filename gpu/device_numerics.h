@@ -1,8 +1,8 @@
 // gpu/device_numerics.h: the numerics contract (design.md §3) as device functions, bit for bit the
 // CPU twin's (common/bf16.h, engine/cpu_backend.c): bf16 conversion with round-to-nearest-even
-// and the CPU's quiet-NaN rule; the one GEMM reduction order (8 fp32 lanes, lane l taking the k
-// with k ≡ l mod 8 in ascending k, combined as ((l0+l1)+(l2+l3))+((l4+l5)+(l6+l7))); and the
-// top-2 order (value descending, then id ascending); and glibc's expf.
+// and the CPU's quiet-NaN rule; one multiply-add step with two roundings (attention's sequential
+// dot products); the top-2 order (value descending, then id ascending); and glibc's expf. (The
+// GEMM is the one op with its own order on the device: gpu/gemm.cu.)
 //
 // Every product and sum is written with __fmul_rn / __fadd_rn, which the compiler never contracts
 // into an FMA (the CPU side is built with -ffp-contract=off); gpu/ is also compiled with
@@ -29,22 +29,6 @@ __device__ __forceinline__ float d_bf16_round(float f) { return d_bf16_to_f32(d_
 // One step of a lane: acc + a·b with two roundings.
 __device__ __forceinline__ float d_mac(float acc, float a, float b) {
     return __fadd_rn(acc, __fmul_rn(a, b));
-}
-
-// The 8-lane tree of one thread's lanes (cpu_backend.c combine8).
-__device__ __forceinline__ float d_combine8(const float l[8]) {
-    return __fadd_rn(__fadd_rn(__fadd_rn(l[0], l[1]), __fadd_rn(l[2], l[3])),
-                     __fadd_rn(__fadd_rn(l[4], l[5]), __fadd_rn(l[6], l[7])));
-}
-
-// The same tree when the 8 lanes sit in 8 consecutive threads of a warp (lane = thread & 7): every
-// one of the 8 threads returns the combined value. a + b is commutative in IEEE arithmetic, so
-// thread 1's l1 + l0 equals thread 0's l0 + l1, and so on up the tree. All 32 threads call it.
-__device__ __forceinline__ float d_combine8_shfl(float v) {
-    v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, 1));
-    v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, 2));
-    v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, 4));
-    return v;
 }
 
 // ---- expf ----

@@ -4,6 +4,7 @@
 // Bitwise the CPU twin's; each element depends only on its own inputs.
 #include "cuda_internal.h"
 #include "device_numerics.h"
+#include "pdl.h"
 
 namespace {
 
@@ -12,6 +13,7 @@ constexpr unsigned EW_MAX_BLOCKS = 65535;
 
 __global__ void embed_k(const uint16_t *__restrict__ table, int H, const int32_t *__restrict__ ids,
                         int rows, uint16_t *__restrict__ out) {
+    pdl_allow_dependents();
     size_t n = (size_t)rows * H;
     for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < n;
          e += (size_t)gridDim.x * blockDim.x) {
@@ -24,6 +26,7 @@ __global__ void embed_k(const uint16_t *__restrict__ table, int H, const int32_t
 
 // out may alias gate or up: each element is read before it is written, by the same thread.
 __global__ void swiglu_k(const uint16_t *gate, const uint16_t *up, size_t n, uint16_t *out) {
+    pdl_allow_dependents();
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
         float g = d_bf16_to_f32(gate[i]);
@@ -33,6 +36,7 @@ __global__ void swiglu_k(const uint16_t *gate, const uint16_t *up, size_t n, uin
 }
 
 __global__ void add_k(uint16_t *h, const uint16_t *x, size_t n) {
+    pdl_allow_dependents();
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
         h[i] = d_f32_to_bf16(__fadd_rn(d_bf16_to_f32(h[i]), d_bf16_to_f32(x[i])));

@@ -5,6 +5,7 @@
 // per row; 16-byte accesses when every address and size allows it, else 4-byte or 1-byte ones.
 // Pages or rows of one call must not overlap (the engine never asks for that).
 #include "cuda_internal.h"
+#include "pdl.h"
 
 namespace {
 
@@ -37,6 +38,7 @@ __global__ void page_copy_k(char *base, size_t group_stride, size_t page_bytes,
 __global__ void copy_rows_k(char *dst, size_t dst_stride, const int32_t *__restrict__ dst_idx,
                             const char *src, size_t src_stride, const int32_t *__restrict__ src_idx,
                             size_t row_bytes, int width) {
+    pdl_allow_dependents();
     const int i = blockIdx.x;
     long long si = src_idx ? src_idx[i] : i, di = dst_idx ? dst_idx[i] : i;
     if (si < 0 || di < 0) __trap();

@@ -1,38 +1,55 @@
 // gpu/norms.cu: rmsnorm and the per-head norm + rotate-half RoPE (backend.h), bit for bit the CPU
-// twin's: the sum of squares runs in ascending element order in one thread (the squares are
-// formed in parallel, the additions are the contract's sequential order), then
+// twin's: the sum of squares in backend.h's 32-lane order (lane l of one warp adds x[i]² for the
+// 8-element groups i / 8 ≡ l mod 32 in ascending i, read in 16-byte loads when the row allows,
+// then the xor-shuffle butterfly 16, 8, 4, 2, 1), then
 // r = 1.0f / sqrtf(ss / D + eps) with IEEE division and square root, and each element rounded at
 // the contract's points. One block (rmsnorm) or one warp (a head) per row: nothing depends on the
 // number of rows. rmsnorm's y may alias x (each thread rewrites only what it read). Indices that
 // would be SG_CHECK failures on the CPU (a negative position) trap.
 #include "cuda_internal.h"
 #include "device_numerics.h"
+#include "pdl.h"
 
 namespace {
 
 constexpr int NORM_THREADS = 256;
-constexpr int NORM_CHUNK = 2048; // squares staged per pass
+
+// 1 / sqrt(mean of squares + eps) of xr [D] in the 32-lane order; every lane of the warp returns it.
+__device__ __forceinline__ float inv_rms_warp(const uint16_t *xr, int D, float eps) {
+    const int lane = threadIdx.x & 31;
+    float ss = 0.f;
+    if (D % 8 == 0 && (uintptr_t)xr % 16 == 0) { // every group whole: one 16-byte load each
+#pragma unroll 4
+        for (int i = 8 * lane; i < D; i += 256) {
+            const uint4 p = *reinterpret_cast<const uint4 *>(xr + i);
+            const uint32_t w4[4] = {p.x, p.y, p.z, p.w};
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                const float v = d_bf16_to_f32((uint16_t)(w4[j / 2] >> (16 * (j % 2))));
+                ss = __fadd_rn(ss, __fmul_rn(v, v));
+            }
+        }
+    } else {
+        for (int i = 8 * lane; i < D; i += 256)
+            for (int j = i; j < i + 8 && j < D; j++) {
+                const float v = d_bf16_to_f32(xr[j]);
+                ss = __fadd_rn(ss, __fmul_rn(v, v));
+            }
+    }
+    for (int o = 16; o >= 1; o >>= 1) ss = __fadd_rn(ss, __shfl_xor_sync(0xffffffffu, ss, o));
+    return __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(ss, (float)D), eps)));
+}
 
 __global__ void __launch_bounds__(NORM_THREADS)
     rmsnorm_k(const uint16_t *x, int D, const uint16_t *__restrict__ w, float eps, uint16_t *y) {
-    __shared__ float sq[NORM_CHUNK];
+    pdl_allow_dependents();
     __shared__ float r_sh;
     const uint16_t *xr = x + (size_t)blockIdx.x * D;
     uint16_t *yr = y + (size_t)blockIdx.x * D;
-    float ss = 0.f; // thread 0's running sum
-    for (int base = 0; base < D; base += NORM_CHUNK) {
-        int n = D - base < NORM_CHUNK ? D - base : NORM_CHUNK;
-        for (int i = threadIdx.x; i < n; i += blockDim.x) {
-            float v = d_bf16_to_f32(xr[base + i]);
-            sq[i] = __fmul_rn(v, v);
-        }
-        __syncthreads();
-        if (threadIdx.x == 0)
-            for (int i = 0; i < n; i++) ss = __fadd_rn(ss, sq[i]);
-        __syncthreads();
+    if (threadIdx.x < 32) {
+        const float r = inv_rms_warp(xr, D, eps);
+        if (threadIdx.x == 0) r_sh = r;
     }
-    if (threadIdx.x == 0)
-        r_sh = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(ss, (float)D), eps)));
     __syncthreads();
     float r = r_sh;
     for (int i = threadIdx.x; i < D; i += blockDim.x) {
@@ -59,18 +76,7 @@ __global__ void __launch_bounds__(ROPE_WARPS * 32)
     float *b = buf[warp];
     for (int h = warp; h < n_heads; h += ROPE_WARPS) {
         uint16_t *xh = x + ((size_t)row * n_heads + h) * hd;
-        for (int d = lane; d < hd; d += 32) {
-            float v = d_bf16_to_f32(xh[d]);
-            b[d] = __fmul_rn(v, v);
-        }
-        __syncwarp();
-        float r = 0.f;
-        if (lane == 0) {
-            float ss = 0.f;
-            for (int d = 0; d < hd; d++) ss = __fadd_rn(ss, b[d]);
-            r = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(ss, (float)hd), eps)));
-        }
-        r = __shfl_sync(0xffffffffu, r, 0); // also orders lane 0's reads before the writes below
+        const float r = inv_rms_warp(xh, hd, eps); // the shuffles order the reads before the writes
         for (int d = lane; d < hd; d += 32) {
             float v = d_bf16_round(__fmul_rn(d_bf16_to_f32(xh[d]), r));
             b[d] = d_bf16_round(__fmul_rn(v, d_bf16_to_f32(w[d])));

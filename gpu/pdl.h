@@ -1,0 +1,22 @@
+// gpu/pdl.h: programmatic dependent launch (sm_90). A kernel launched with the programmatic
+// stream serialization attribute (gemm.cu) may start while the kernel before it on the stream is
+// still running, once every block of that kernel has called pdl_allow_dependents() (or exited); it
+// must call pdl_wait_primary() before it reads anything the earlier kernel writes, and may only
+// touch immutable data (weights) before that. Kernels that feed a GEMM call pdl_allow_dependents()
+// first thing; for a kernel launched the ordinary way both calls do nothing.
+#ifndef SG_GPU_PDL_H
+#define SG_GPU_PDL_H
+
+__device__ __forceinline__ void pdl_allow_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;");
+#endif
+}
+
+__device__ __forceinline__ void pdl_wait_primary() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+#endif
