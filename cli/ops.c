@@ -1,5 +1,6 @@
 // cli/ops.c: `sparkgate ops`, the kernel bring-up tool (gates/ops.h): the CUDA backend's ops
-// against the CPU backend, op by op. `--list` and `--show-coverage` need no GPU; every other mode
+// against the CPU backend, op by op (bitwise, or within the order rule for the ops whose K order
+// is the CUDA backend's own: gemm, gemm_logits, markov_step). `--list` and `--show-coverage` need no GPU; every other mode
 // exits 77 without a usable CUDA device (or in a build without CUDA).
 #include <errno.h>
 #include <stdio.h>
@@ -22,8 +23,12 @@ static void ops_help(void) {
         "elements that differ, NMSE, the op's tolerance (and why), guard zones, batch\n"
         "invariance (each row alone vs in the batch, bitwise; gemm also every prefix M of a\n"
         "2048-row product), graph vs eager and rerun determinism (bitwise), and the first bad\n"
-        "element. perf: time per op (us, GB/s, TFLOP/s) and the GEMM shapes against cuBLAS,\n"
-        "with cuBLAS's own row invariance across M.\n\n"
+        "element. Most ops must equal their twin bitwise; gemm, gemm_logits and markov_step\n"
+        "(its bias is a gemm) reduce K in the CUDA backend's own order, so they must stay\n"
+        "within |d| <= 1e-5*S + rounding per element (S = sum of |terms|, see --list), and\n"
+        "the worst |d|/S is printed; a logits argmax that differs within that bound is\n"
+        "reported as a near tie. perf: time per op (us, GB/s, TFLOP/s) and the GEMM shapes\n"
+        "against cuBLAS, with cuBLAS's own row invariance across M.\n\n"
         "  --op NAME          only this op (see --list)\n"
         "  --size S           only tiny, small or qwen3 [all; perf: qwen3]\n"
         "  --seed N           input seed, to replay a run [1]\n"

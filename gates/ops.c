@@ -41,7 +41,12 @@ void ops_list(FILE *out) {
     for (int i = 0; i < ops_n_ops; i++) {
         const op_def *d = &ops_op_defs[i];
         fprintf(out, "%-14s covers: %s\n", d->name, d->covers);
-        if (d->tol_ulp == 0 && d->tol_share == 0)
+        if (d->tol_rel > 0)
+            fprintf(out,
+                    "%-14s tolerance: |got - twin| <= %g*S + rounding per element (S = sum of "
+                    "|terms|); the rest exact\n",
+                    "", d->tol_rel);
+        else if (d->tol_ulp == 0 && d->tol_share == 0)
             fprintf(out, "%-14s tolerance: exact\n", "");
         else
             fprintf(out, "%-14s tolerance: <= %g ulp on <= %g%% of the elements\n", "", d->tol_ulp,
@@ -86,7 +91,10 @@ static void print_header(FILE *out) {
 static void print_result(FILE *out, const case_result *r) {
     const ops_case *c = r->c;
     char tol[16];
-    snprintf(tol, sizeof tol, "%g", c->def->tol_ulp);
+    if (c->def->tol_rel > 0)
+        snprintf(tol, sizeof tol, "%gS", c->def->tol_rel);
+    else
+        snprintf(tol, sizeof tol, "%g", c->def->tol_ulp);
     fprintf(out, "%-14s %-6s %-44.44s %10.3g %8.3g %7.3f %9.2e %6s %5s %5s %5s %5s %5s %s\n",
             c->def->name, size_names[c->size], c->shape, r->d.max_abs, r->d.max_ulp,
             100.0 * r->d.share, r->d.nmse, tol, tri(r->guard_ok), tri(r->alone_ok),
@@ -94,6 +102,14 @@ static void print_result(FILE *out, const case_result *r) {
     if (r->d.argmax_agree >= 0)
         fprintf(out, "%-14s logits: argmax agreement %.1f%%, top-2 agreement %.1f%%\n", "",
                 100.0 * r->d.argmax_agree, 100.0 * r->d.top2_agree);
+    if (r->d.worst_rel >= 0)
+        fprintf(out,
+                "%-14s order rule: worst |d|/S %.3g, beyond the rounding allowance %.3g (limit "
+                "%g)\n",
+                "", r->d.worst_rel, r->d.worst_excess, c->def->tol_rel);
+    if (r->d.argmax_text[0])
+        fprintf(out, "%-14s argmax: %d near tie(s), %d failed; %s\n", "", r->d.near_ties,
+                r->d.argmax_bad, r->d.argmax_text);
     if (r->d.first_bad >= 0) fprintf(out, "%-14s first bad element: %s\n", "", r->d.first_text);
     if (r->why[0]) fprintf(out, "%-14s %s\n", "", r->why);
 }
@@ -117,10 +133,18 @@ static cJSON *result_json(const case_result *r, int perf) {
     cJSON_AddNumberToObject(o, "tol_ulp", c->def->tol_ulp);
     cJSON_AddNumberToObject(o, "tol_share", c->def->tol_share);
     cJSON_AddStringToObject(o, "tol_reason", c->def->why);
+    if (c->def->tol_rel > 0) {
+        cJSON_AddNumberToObject(o, "tol_rel", c->def->tol_rel);
+        cJSON_AddNumberToObject(o, "worst_d_over_s", r->d.worst_rel);
+        cJSON_AddNumberToObject(o, "worst_excess_over_s", r->d.worst_excess);
+    }
     if (r->d.argmax_agree >= 0) {
         cJSON_AddNumberToObject(o, "argmax_agreement", r->d.argmax_agree);
         cJSON_AddNumberToObject(o, "top2_agreement", r->d.top2_agree);
+        cJSON_AddNumberToObject(o, "argmax_near_ties", r->d.near_ties);
+        cJSON_AddNumberToObject(o, "argmax_failed", r->d.argmax_bad);
     }
+    if (r->d.argmax_text[0]) cJSON_AddStringToObject(o, "argmax_first", r->d.argmax_text);
     cJSON_AddStringToObject(o, "guard", tri(r->guard_ok));
     cJSON_AddStringToObject(o, "batch_invariance", tri(r->alone_ok));
     cJSON_AddStringToObject(o, "graph_vs_eager", tri(r->graph_ok));
@@ -198,16 +222,18 @@ static int write_reports(const ops_options *o, const ops_device *dev, case_resul
         } else {
             len += (size_t)snprintf(text + len, cap - len,
                                     "op,size,shape,max_abs,max_ulp,share_differing,nmse,tol_ulp,"
+                                    "tol_rel,worst_d_over_s,worst_excess_over_s,"
                                     "guard,alone,graph,rerun,sweep,pass\n");
             for (int i = 0; i < n; i++) {
                 const case_result *r = &res[i];
-                len += (size_t)snprintf(text + len, cap - len,
-                                        "%s,%s,\"%s\",%.6g,%.6g,%.6g,%.6g,%g,%s,%s,%s,%s,%s,%d\n",
-                                        r->c->def->name, size_names[r->c->size], r->c->shape,
-                                        r->d.max_abs, isinf(r->d.max_ulp) ? -1.0 : r->d.max_ulp,
-                                        r->d.share, r->d.nmse, r->c->def->tol_ulp, tri(r->guard_ok),
-                                        tri(r->alone_ok), tri(r->graph_ok), tri(r->rerun_ok),
-                                        tri(r->sweep_ok), r->pass);
+                len += (size_t)snprintf(
+                    text + len, cap - len,
+                    "%s,%s,\"%s\",%.6g,%.6g,%.6g,%.6g,%g,%g,%.6g,%.6g,%s,%s,%s,%s,%s,%d\n",
+                    r->c->def->name, size_names[r->c->size], r->c->shape, r->d.max_abs,
+                    isinf(r->d.max_ulp) ? -1.0 : r->d.max_ulp, r->d.share, r->d.nmse,
+                    r->c->def->tol_ulp, r->c->def->tol_rel, r->d.worst_rel, r->d.worst_excess,
+                    tri(r->guard_ok), tri(r->alone_ok), tri(r->graph_ok), tri(r->rerun_ok),
+                    tri(r->sweep_ok), r->pass);
             }
         }
         int st = write_text(o->csv, text);

@@ -4,6 +4,19 @@
 // guard zones, batch invariance, gemm M sweep, graph vs eager, rerun); ops_perf.c: perf mode and
 // the vendor library comparison; ops.c: the driver (ops_run), the listings and the reports.
 //
+// Two rules compare an output buffer with the twin's. The ULP rule (every op's default): each
+// element within tol_ulp ULP of the output's format and at most tol_share of the elements
+// differing at all (0 and 0: bitwise; integers and bytes are always exact). The order rule, for
+// the ops whose reduction order over K is the backend's own (design.md §3: invariance within one
+// backend, a tolerance across implementations; today gemm, gemm_logits and markov_step, whose bias
+// is a gemm): element e passes when
+//   |got − twin| <= tol_rel·S[e] + extra[e] + (bf16 output ? 1 bf16 ULP of max(|got|, |twin|) : 0)
+// where S[e] = Σ |terms| of e's reduction and extra[e] allows an intermediate rounding (markov's
+// bf16 bias); the op's bound hook fills both per buffer. Two fp32 orders of the same terms differ
+// by a small multiple of 2^-24·S, so tol_rel (ops_cases.c) sits far above any order effect and
+// far below one term dropped or doubled. The bitwise checks on the backend under test (below) are
+// the same for both rules.
+//
 // A case is an op at one size with its buffers (inputs, outputs, in-place buffers) generated from
 // the seed; each buffer lives on both backends between guard zones (GUARD bytes of GUARD_BYTE),
 // outputs start as POISON_BYTE, so an element an op never writes shows as a difference and a write
@@ -13,6 +26,7 @@
 #ifndef SG_GATES_OPS_INTERNAL_H
 #define SG_GATES_OPS_INTERNAL_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -72,12 +86,29 @@ typedef struct ops_case ops_case;
 typedef struct {
     const char *name;
     const char *covers; // backend table entries this op's cases exercise
-    double tol_ulp;     // most ULP allowed against the twin (bf16 or fp32 ULP of the output)
-    double tol_share;   // most share of elements allowed to differ at all
-    const char *why;    // the tolerance's reason
+    double tol_ulp;     // ULP rule: most ULP allowed against the twin (bf16 or fp32 ULP of the output)
+    double tol_share;   // ULP rule: most share of its elements allowed to differ at all
+    // The order rule (above): its tol_rel and its bound hook; 0 and NULL for the ULP rule only.
+    // bound: for the `count` compared elements of output buffer bi, fills S and extra (zeroed by
+    // the caller) and returns 1 when bi is compared by the order rule, 0 for the ULP rule. twin:
+    // the twin's downloads of every output buffer (NULL for inputs), for bounds that depend on the
+    // twin's choice (markov_step: S at the chosen ids).
+    double tol_rel;
+    int (*bound)(const ops_case *c, int bi, unsigned char *const *twin, size_t count, double *S,
+                 double *extra);
+    const char *why; // the rule's reason
     void (*make)(ops_case *c, int size, rng *r);
     void (*run)(const sg_backend *be, const ops_case *c, void *const *d, int r0, int nr);
 } op_def;
+
+// One unit in the last place of |x| in a format with `bits` significant bits (8: bf16, 24: fp32);
+// 0 for x == 0 (normal range: the rule's values are far from the subnormals).
+static inline double ops_ulp(double x, int bits) {
+    int e;
+    if (x == 0) return 0;
+    frexp(fabs(x), &e); // |x| in [2^(e-1), 2^e)
+    return ldexp(1.0, e - bits);
+}
 
 struct ops_case {
     const op_def *def;
@@ -125,12 +156,18 @@ int ops_side_init(side *s, const sg_backend *be, const ops_case *c);
 void ops_side_free(side *s, const ops_case *c);
 
 typedef struct {
-    double max_abs, max_ulp, share, nmse;
-    long long first_bad; // element index in buffer first_buf, -1: none
+    double max_abs, max_ulp, share, nmse; // share: of all compared elements, bitwise
+    long long first_bad; // element index in buffer first_buf beyond its rule, -1: none
     int first_buf;
     char first_text[256];
-    int rows_cmp;
     double argmax_agree, top2_agree; // logits only, -1 otherwise
+    // Order rule (-1 where no element with S > 0 was compared): the worst |Δ|/S, and the worst
+    // (|Δ| − rounding allowance)⁺/S, the figure the rule holds to tol_rel (its headroom).
+    double worst_rel, worst_excess;
+    // Logits rows whose argmax differs from the twin's: within the order rule's allowance of both
+    // candidates (a near tie: reported, passes) or not (fails); the first one described.
+    int near_ties, argmax_bad;
+    char argmax_text[256];
 } diff_stats;
 
 typedef struct {

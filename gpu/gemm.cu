@@ -1,35 +1,65 @@
-// gpu/gemm.cu: the batch-invariant GEMM family, y[M, N] = x[M, K] · w[N, K]ᵀ (backend.h gemm).
+// gpu/gemm.cu: the batch-invariant GEMM, y[M, N] = x[M, K] · w[N, K]ᵀ (backend.h gemm), on bf16
+// tensor cores (mma.sync m16n8k16, fp32 accumulation; sm_80 and later).
 //
-// Reduction order (the contract; device_numerics.h): every output element is the CPU twin's dot
-// product: 8 fp32 lanes, lane l accumulating x[k]·w[k] for k ≡ l (mod 8) in ascending k (one
-// rounding for the product, one for the sum), the lanes combined as
-// ((l0+l1)+(l2+l3))+((l4+l5)+(l6+l7)). That order depends on K alone, so an element's bits do not
-// depend on M, N, the element's place or the tile configuration: the configurations below (chosen
-// by M for speed) all compute identical bits, and equal the CPU backend's.
+// Reduction order (the contract; it depends on K alone, never on M, N, the element's place or the
+// kernel that ran it, so the CUDA backend is batch invariant; it is NOT the CPU twin's 8-lane
+// order, so CUDA and CPU agree within a tolerance, design.md §3):
+//   - K is cut into segments of KSEG = 256 (the last one shorter), a segment into chunks of 32,
+//     a chunk into two mma k-steps of 16. Lane q (0..3) of an mma quad loads the 8 consecutive k
+//     at chunk + 8q of its row; step 0 takes k chunk + 8q + {0,1,2,3}, step 1 k chunk + 8q +
+//     {4,5,6,7} (both operands use the same map, so each step is a true 16-term dot product).
+//   - a segment's value is the mma chain over its chunks in ascending k (step 0, then step 1),
+//     starting from +0; chunks wholly past K are not issued; k past K within a chunk is zero;
+//   - the element is the left fold in fp32 of its segments: v = seg0; v = v + seg_s (s ascending).
+// Each element's mma chain sees only its own row of x and column of w: the tensor core computes the
+// 16 × 8 outputs of one step independently of each other, so the row's place in a tile and the
+// other rows cannot change its bits (the bring-up tool checks every prefix M of a 2048-row product
+// and each row alone, bitwise).
 //
-// Kernel. A block computes a BM × BN tile of y with GM·GN groups of 8 threads; thread (group g,
-// lane l) owns lane l of a TM × TN micro-tile (rows m0 + gm·TM + i, columns n0 + gn + GN·j), so
-// the 8 lanes of an element sit in 8 consecutive threads and are combined with three shuffles at
-// the end. K is walked in chunks of KC (64 to 256, KC/8 steps of the 8 lanes): the x and w tiles
-// are copied from global memory in 16-byte pieces (one piece = one step of 8 lanes of one row) into
-// shared memory as bf16, and the next chunk is fetched into registers while the current one is
-// consumed. Rows past M or N and k past K are zero: a zero product added to a lane leaves it
-// unchanged (a lane starts at +0 and never becomes -0), exactly as the CPU's zero padding to a
-// multiple of 8. Shared memory banks: a warp holds 4 groups that share their x rows (broadcast
-// reads) and read 4 consecutive w rows; the row stride KC + 8 (KC/2 + 4 words, 4 mod 32) puts them
-// in 4 distinct sets of 4 banks, and keeps every piece 16-byte aligned for one vector store.
+// Two kernels compute that order; the choice (by M, alignment and the shared memory a block may
+// have) is speed only:
+//   gemm_stream (up to 256 rows, K % 8 == 0, 16-byte aligned): persistent blocks walk tiles of
+//     16·MT rows × 8 columns of y; in a tile the warps take the segments s ≡ warp (mod W), each
+//     warp streaming its weights through a ring of shared-memory stages (cp.async, ST_STAGES - 1
+//     items in flight ahead of the one it computes) and parking each segment's tile in shared
+//     memory; the block then folds them in s order. The weights are read once per row tile, split
+//     over K so even a 5 MB matrix fills the GPU.
+//   gemm_fold (everything else): a warp owns a tile and walks every segment itself, folding in
+//     registers. Many rows.
+// Both are launched as programmatic dependents (pdl.h): their blocks may start while the kernel
+// before them finishes, gemm_stream's warps issue their first weight copies (weights are
+// immutable) and only then wait for that kernel's output. A decode step's GEMMs are 5–50 MB each,
+// read in microseconds, so hiding each one's launch and first-load latency is a large share of
+// its time.
+#include <stdlib.h>
+#include <string.h>
+
 #include "cuda_internal.h"
 #include "device_numerics.h"
+#include "pdl.h"
 
 namespace {
 
-// 8 bf16 of row `row` (of R rows, length K) at k .. k+7, zero outside; vec: 16-byte loads allowed.
+constexpr int KSEG = 256;  // segment length (the fold's unit)
+constexpr int KCHUNK = 32; // one 16-byte load per lane per row, two mma k-steps
+
+// 8 bf16 of row `row` (of R rows, length K) at k .. k+7, zero outside. vec: 16-byte loads allowed.
+// stream: read-once data (weights), not kept in L1.
+template <bool STREAM>
 __device__ __forceinline__ uint4 load8(const uint16_t *__restrict__ a, int row, int R, int K, int k,
                                        int vec) {
     uint4 r = make_uint4(0u, 0u, 0u, 0u);
     if (row >= R || k >= K) return r;
     const uint16_t *p = a + (size_t)row * K + k;
-    if (vec) return __ldg(reinterpret_cast<const uint4 *>(p));
+    if (vec) {
+        if (STREAM)
+            asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                         : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+                         : "l"(p));
+        else
+            r = __ldg(reinterpret_cast<const uint4 *>(p));
+        return r;
+    }
     uint32_t h[8];
 #pragma unroll
     for (int j = 0; j < 8; j++) h[j] = k + j < K ? p[j] : 0u;
@@ -40,102 +70,347 @@ __device__ __forceinline__ uint4 load8(const uint16_t *__restrict__ a, int row, 
     return r;
 }
 
-template <int TM, int TN, int GM, int GN, int KC>
-__global__ void __launch_bounds__(GM *GN * 8)
-    gemm_lanes(const uint16_t *__restrict__ x, int M, int K, const uint16_t *__restrict__ w, int N,
-               void *__restrict__ y, int out_f32, int vec) {
-    constexpr int T = GM * GN * 8;
-    constexpr int BM = GM * TM, BN = GN * TN;
-    constexpr int S = KC + 8; // row stride of both tiles (bf16 elements), see the bank note
-    constexpr int STEPS = KC / 8;
-    constexpr int PIECES = (BM + BN) * STEPS;
-    constexpr int PER = (PIECES + T - 1) / T;
-    static_assert(GN % 4 == 0, "a warp's 4 groups must share their x rows");
-    static_assert(KC % 64 == 0, "row stride KC + 8 must stay 4 banks apart per row");
-    __shared__ __align__(16) uint16_t xs[BM * S];
-    __shared__ __align__(16) uint16_t ws[BN * S];
-
-    const int t = threadIdx.x, l = t & 7, g = t >> 3;
-    const int gn = g % GN, gm = g / GN;
-    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
-
-    uint4 reg[PER];
-    auto fetch = [&](int k0) {
-#pragma unroll
-        for (int p = 0; p < PER; p++) {
-            int idx = t + p * T;
-            if (idx < PIECES) {
-                int row = idx / STEPS, s = idx % STEPS;
-                reg[p] = row < BM ? load8(x, m0 + row, M, K, k0 + s * 8, vec)
-                                  : load8(w, n0 + row - BM, N, K, k0 + s * 8, vec);
-            }
-        }
-    };
-    auto stash = [&]() {
-#pragma unroll
-        for (int p = 0; p < PER; p++) {
-            int idx = t + p * T;
-            if (idx < PIECES) {
-                int row = idx / STEPS, s = idx % STEPS;
-                uint16_t *dst = row < BM ? xs + row * S + s * 8 : ws + (row - BM) * S + s * 8;
-                *reinterpret_cast<uint4 *>(dst) = reg[p];
-            }
-        }
-    };
-
-    float acc[TM][TN];
-#pragma unroll
-    for (int i = 0; i < TM; i++)
-#pragma unroll
-        for (int j = 0; j < TN; j++) acc[i][j] = 0.f;
-
-    fetch(0);
-    for (int k0 = 0; k0 < K; k0 += KC) {
-        __syncthreads(); // the previous chunk is consumed
-        stash();
-        __syncthreads();
-        if (k0 + KC < K) fetch(k0 + KC);
-#pragma unroll
-        for (int s = 0; s < STEPS; s++) {
-            const int kk = s * 8 + l;
-            float xv[TM], wv[TN];
-#pragma unroll
-            for (int i = 0; i < TM; i++) xv[i] = d_bf16_to_f32(xs[(gm * TM + i) * S + kk]);
-#pragma unroll
-            for (int j = 0; j < TN; j++) wv[j] = d_bf16_to_f32(ws[(gn + GN * j) * S + kk]);
-#pragma unroll
-            for (int i = 0; i < TM; i++)
-#pragma unroll
-                for (int j = 0; j < TN; j++) acc[i][j] = d_mac(acc[i][j], xv[i], wv[j]);
-        }
-    }
-
-#pragma unroll
-    for (int i = 0; i < TM; i++)
-#pragma unroll
-        for (int j = 0; j < TN; j++) {
-            float v = d_combine8_shfl(acc[i][j]);
-            // The 8 threads of the group share the writes.
-            if (((i * TN + j) & 7) == l) {
-                int m = m0 + gm * TM + i, n = n0 + gn + GN * j;
-                if (m < M && n < N) {
-                    size_t at = (size_t)m * N + n;
-                    if (out_f32)
-                        static_cast<float *>(y)[at] = v;
-                    else
-                        static_cast<uint16_t *>(y)[at] = d_f32_to_bf16(v);
-                }
-            }
-        }
+// d += a · b over one k-step: a 16 × 16 (rows g, g+8), b 16 × 8, fp32 accumulate.
+__device__ __forceinline__ void mma_step(float d[4], uint32_t a0, uint32_t a1, uint32_t a2,
+                                         uint32_t a3, uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-template <int TM, int TN, int GM, int GN, int KC>
-void launch(cudaStream_t st, const bf16 *x, int M, int K, const bf16 *w, int N, void *y,
-            int out_f32, int vec) {
-    constexpr int BM = GM * TM, BN = GN * TN;
+// The weights of one batch of CH chunks from k0 (the warp's columns n0 .. n0 + 8·NT - 1).
+template <int NT, int CH>
+__device__ __forceinline__ void load_w_batch(const uint16_t *__restrict__ w, int N, int K, int n0,
+                                             int k0, int vec, uint4 b[CH][NT]) {
+    const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+#pragma unroll
+    for (int c = 0; c < CH; c++)
+#pragma unroll
+        for (int j = 0; j < NT; j++)
+            b[c][j] = load8<true>(w, n0 + 8 * j + g, N, K, k0 + c * KCHUNK + 8 * q, vec);
+}
+
+// One segment of a warp's 16·MT × 8·NT tile (rows m0.., columns n0..) into acc, from +0.
+// acc[i][j] is the m16n8 fragment of rows m0 + 16i, columns n0 + 8j: [0], [1] at row g, columns
+// 2q, 2q+1; [2], [3] at row g + 8. The weights come in batches of CH chunks, all in flight before
+// they are consumed; b holds the segment's first batch on entry (loaded by the caller, possibly
+// before pdl_wait_primary) and is reused for the later ones.
+template <int MT, int NT, int CH>
+__device__ __forceinline__ void segment_mma(const uint16_t *__restrict__ x, int M, int K,
+                                            const uint16_t *__restrict__ w, int N, int m0, int n0,
+                                            int k_seg, int vec, uint4 b[CH][NT],
+                                            float acc[MT][NT][4]) {
+    const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+#pragma unroll
+    for (int i = 0; i < MT; i++)
+#pragma unroll
+        for (int j = 0; j < NT; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[i][j][e] = 0.f;
+    const int k_end = min(K, k_seg + KSEG);
+#pragma unroll 1
+    for (int k0 = k_seg; k0 < k_end; k0 += CH * KCHUNK) {
+        if (k0 != k_seg) load_w_batch<NT, CH>(w, N, K, n0, k0, vec, b);
+        uint4 a[CH][MT][2];
+#pragma unroll
+        for (int c = 0; c < CH; c++)
+#pragma unroll
+            for (int i = 0; i < MT; i++) {
+                const int k = k0 + c * KCHUNK + 8 * q;
+                a[c][i][0] = load8<false>(x, m0 + 16 * i + g, M, K, k, vec);
+                a[c][i][1] = load8<false>(x, m0 + 16 * i + 8 + g, M, K, k, vec);
+            }
+#pragma unroll
+        for (int c = 0; c < CH; c++) {
+            if (k0 + c * KCHUNK >= k_end) break; // chunks wholly past K are not issued
+#pragma unroll
+            for (int i = 0; i < MT; i++)
+#pragma unroll
+                for (int j = 0; j < NT; j++) {
+                    const uint4 &lo = a[c][i][0], &hi = a[c][i][1], &bb = b[c][j];
+                    mma_step(acc[i][j], lo.x, hi.x, lo.y, hi.y, bb.x, bb.y); // k +0,1 | +2,3
+                    mma_step(acc[i][j], lo.z, hi.z, lo.w, hi.w, bb.z, bb.w); // k +4,5 | +6,7
+                }
+        }
+    }
+}
+
+// Row and column of fragment value e (0..3) of tile (i, j), relative to the warp tile.
+__device__ __forceinline__ int frag_row(int i, int e) {
+    return 16 * i + ((threadIdx.x & 31) >> 2) + (e >= 2 ? 8 : 0);
+}
+__device__ __forceinline__ int frag_col(int j, int e) { return 8 * j + 2 * (threadIdx.x & 3) + (e & 1); }
+
+__device__ __forceinline__ void store_out(void *y, int out_f32, int N, int m, int n, float v) {
+    size_t at = (size_t)m * N + n;
+    if (out_f32)
+        static_cast<float *>(y)[at] = v;
+    else
+        static_cast<uint16_t *>(y)[at] = d_f32_to_bf16(v);
+}
+
+// ---- gemm_stream: weights streamed through a per-warp shared-memory ring (cp.async) ----
+
+constexpr int ST_STAGES = 4;                  // items in flight per warp
+constexpr int ST_ROW = KSEG * 2 + 64;         // bytes per weight row of a stage; the 64-byte pad
+                                              // puts the 8 rows of a quarter-warp's 16-byte reads
+                                              // in distinct banks
+constexpr int ST_STAGE = 8 * ST_ROW;          // one item: 8 weight rows × one segment
+constexpr int ST_MAX_WARPS = 8;
+// Chunks whose A fragments are loaded together: a whole segment for one 16-row tile (HALF: 32
+// registers), fewer for taller tiles (32 registers of fragments either way).
+template <int MT, bool HALF>
+__host__ __device__ constexpr int st_a_batch() {
+    return MT == 1 ? (HALF ? 8 : 4) : MT == 2 ? 2 : 1;
+}
+
+__device__ __forceinline__ void cp_async16(void *dst, const void *src, int bytes) {
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(src), "r"(bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
+template <int PENDING>
+__device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;" ::"n"(PENDING));
+}
+
+// The warp copies item (columns n0 .. n0+7, segment s) into a ring stage: 8 rows × 32 pieces of
+// 16 bytes, zero past N or K (K % 8 == 0 here, so a piece is wholly inside or outside).
+__device__ __forceinline__ void stream_issue(const uint16_t *__restrict__ w, int N, int K, int n0,
+                                             int s, char *stage) {
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int p = lane; p < 8 * (KSEG / 8); p += 32) {
+        const int row = p / (KSEG / 8), piece = p % (KSEG / 8);
+        const int n = n0 + row, k = s * KSEG + piece * 8;
+        const bool in = n < N && k < K;
+        cp_async16(stage + row * ST_ROW + piece * 16, in ? w + (size_t)n * K + k : w, in ? 16 : 0);
+    }
+}
+
+// A warp's work items in order: tiles t = blockIdx.x, + gridDim.x, ... (column tile fastest), in
+// each the segments s = warp, + W, ...
+struct stream_item {
+    int t, s;
+};
+__device__ __forceinline__ void stream_next(stream_item &it, int S, int W) {
+    it.s += W;
+    if (it.s >= S) {
+        it.s = threadIdx.x >> 5;
+        it.t += gridDim.x;
+    }
+}
+
+// Persistent blocks; tile = 16·MT rows × 8 columns of y; the block's warps take a tile's segments
+// s ≡ warp (mod W), each from its ring stage (B fragments) and x in global memory (A fragments),
+// with the same fragment values and mma order as segment_mma, and park them in shared memory; the
+// block folds them in s order. Each warp keeps ST_STAGES - 1 items' weights in flight ahead of
+// the one it computes, across tiles and barriers; the first ones are issued before
+// pdl_wait_primary (weights are immutable). Needs K % 8 == 0 and 16-byte aligned x and w.
+// HALF: M <= 8, so rows 8 .. 15 of the 16-row tile are past M and their zero fragments are not
+// loaded.
+template <int MT, bool HALF>
+__global__ void __launch_bounds__(32 * ST_MAX_WARPS)
+    gemm_stream(const uint16_t *__restrict__ x, int M, int K, const uint16_t *__restrict__ w, int N,
+                void *__restrict__ y, int out_f32, int S) {
+    constexpr int TR = 16 * MT, TE = TR * 8, ST_A_BATCH = st_a_batch<MT, HALF>();
+    extern __shared__ __align__(16) char st_smem[];
+    float *part = reinterpret_cast<float *>(st_smem); // [S][TR][8]
+    const int warp = threadIdx.x >> 5, W = blockDim.x >> 5, lane = threadIdx.x & 31;
+    const int g = lane >> 2, q = lane & 3;
+    char *ring = st_smem + (size_t)S * TE * sizeof(float) + (size_t)warp * ST_STAGES * ST_STAGE;
+    const int n_tiles = (N + 7) / 8, tiles = n_tiles * ((M + TR - 1) / TR);
+    pdl_allow_dependents();
+
+    stream_item issue = {(int)blockIdx.x, warp};
+    for (int st = 0; st < ST_STAGES - 1; st++) {
+        if (issue.t < tiles) stream_issue(w, N, K, (issue.t % n_tiles) * 8, issue.s, ring + st * ST_STAGE);
+        cp_async_commit(); // empty groups keep the count: group i is item i
+        stream_next(issue, S, W);
+    }
+    pdl_wait_primary();
+
+    int item = 0;
+    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const int m0 = (t / n_tiles) * TR;
+        for (int s = warp; s < S; s += W, item++) {
+            if (issue.t < tiles)
+                stream_issue(w, N, K, (issue.t % n_tiles) * 8, issue.s,
+                             ring + ((item + ST_STAGES - 1) % ST_STAGES) * ST_STAGE);
+            cp_async_commit();
+            stream_next(issue, S, W);
+            const int k_seg = s * KSEG;
+            const int n_chunks = min(KSEG / KCHUNK, (K - k_seg + KCHUNK - 1) / KCHUNK);
+            float acc[MT][4];
+#pragma unroll
+            for (int i = 0; i < MT; i++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) acc[i][e] = 0.f;
+            const char *stage = ring + (item % ST_STAGES) * ST_STAGE;
+#pragma unroll
+            for (int c0 = 0; c0 < KSEG / KCHUNK; c0 += ST_A_BATCH) {
+                // A fragments of ST_A_BATCH chunks, all loads in flight together (zero past K
+                // without a load); the first batch's before the wait for the ring stage.
+                uint4 a[ST_A_BATCH][MT][2];
+#pragma unroll
+                for (int c = 0; c < ST_A_BATCH; c++)
+#pragma unroll
+                    for (int i = 0; i < MT; i++) {
+                        const int k = k_seg + (c0 + c) * KCHUNK + 8 * q;
+                        a[c][i][0] = load8<false>(x, m0 + 16 * i + g, M, K, k, 1);
+                        a[c][i][1] = HALF ? make_uint4(0u, 0u, 0u, 0u)
+                                          : load8<false>(x, m0 + 16 * i + 8 + g, M, K, k, 1);
+                    }
+                if (c0 == 0) {
+                    cp_async_wait<ST_STAGES - 1>(); // item `item` has landed
+                    __syncwarp();
+                }
+#pragma unroll
+                for (int c = 0; c < ST_A_BATCH; c++) {
+                    if (c0 + c >= n_chunks) break; // chunks wholly past K are not issued
+                    const uint4 bb = *reinterpret_cast<const uint4 *>(stage + g * ST_ROW +
+                                                                      (c0 + c) * 64 + q * 16);
+#pragma unroll
+                    for (int i = 0; i < MT; i++) {
+                        const uint4 &lo = a[c][i][0], &hi = a[c][i][1];
+                        mma_step(acc[i], lo.x, hi.x, lo.y, hi.y, bb.x, bb.y); // k +0,1 | +2,3
+                        mma_step(acc[i], lo.z, hi.z, lo.w, hi.w, bb.z, bb.w); // k +4,5 | +6,7
+                    }
+                }
+            }
+            __syncwarp(); // the stage is refilled by a later issue
+#pragma unroll
+            for (int i = 0; i < MT; i++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    part[(size_t)s * TE + frag_row(i, e) * 8 + frag_col(0, e)] = acc[i][e];
+        }
+        __syncthreads();
+        const int n0 = (t % n_tiles) * 8;
+        for (int e = threadIdx.x; e < TE; e += blockDim.x) {
+            const int m = m0 + e / 8, n = n0 + e % 8;
+            if (m >= M || n >= N) continue;
+            float v = part[e];
+            for (int s = 1; s < S; s++) v = __fadd_rn(v, part[(size_t)s * TE + e]);
+            store_out(y, out_f32, N, m, n, v);
+        }
+        __syncthreads(); // part is rewritten by the next tile
+    }
+    cp_async_wait<0>();
+}
+
+constexpr int FOLD_WARPS_M = 2, FOLD_WARPS_N = 2; // a block of 2 × 2 warp tiles shares x and w in L1
+
+template <int MT, int NT, int CH>
+__global__ void __launch_bounds__(32 * FOLD_WARPS_M * FOLD_WARPS_N)
+    gemm_fold(const uint16_t *__restrict__ x, int M, int K, const uint16_t *__restrict__ w, int N,
+              void *__restrict__ y, int out_f32, int vec, int S) {
+    const int warp = threadIdx.x >> 5;
+    const int m0 = (blockIdx.y * FOLD_WARPS_M + warp / FOLD_WARPS_N) * 16 * MT;
+    const int n0 = (blockIdx.x * FOLD_WARPS_N + warp % FOLD_WARPS_N) * 8 * NT;
+    pdl_allow_dependents();
+    pdl_wait_primary();
+    float tot[MT][NT][4];
+    for (int s = 0; s < S; s++) {
+        float acc[MT][NT][4];
+        uint4 b[CH][NT];
+        load_w_batch<NT, CH>(w, N, K, n0, s * KSEG, vec, b);
+        segment_mma<MT, NT, CH>(x, M, K, w, N, m0, n0, s * KSEG, vec, b, acc);
+#pragma unroll
+        for (int i = 0; i < MT; i++)
+#pragma unroll
+            for (int j = 0; j < NT; j++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    tot[i][j][e] = s == 0 ? acc[i][j][e] : __fadd_rn(tot[i][j][e], acc[i][j][e]);
+    }
+#pragma unroll
+    for (int i = 0; i < MT; i++)
+#pragma unroll
+        for (int j = 0; j < NT; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int m = m0 + frag_row(i, e), n = n0 + frag_col(j, e);
+                if (m < M && n < N) store_out(y, out_f32, N, m, n, tot[i][j][e]);
+            }
+}
+
+// Launches kernel k as a programmatic dependent of the kernel before it on the stream (pdl.h);
+// SG_CUDA_PDL=0 in the environment launches it the ordinary way (to measure what PDL buys).
+template <typename... P>
+void launch_dependent(const cuda_ctx *c, void (*k)(P...), dim3 grid, int threads, size_t smem,
+                      P... args) {
+    static const int pdl = !(getenv("SG_CUDA_PDL") && strcmp(getenv("SG_CUDA_PDL"), "0") == 0);
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = dim3((unsigned)threads);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = c->stream;
+    cfg.attrs = &attr;
+    cfg.numAttrs = pdl ? 1 : 0;
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, k, args...));
+}
+
+// The most shared memory a block may opt in to on the current device (read once).
+int smem_optin(void) {
+    static int bytes = -1;
+    if (bytes < 0) {
+        int d;
+        CUDA_CHECK(cudaGetDevice(&d));
+        CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, d));
+    }
+    return bytes;
+}
+
+// Launches gemm_stream when x and w allow 16-byte copies and its shared memory fits; false
+// otherwise.
+template <int MT, bool HALF>
+bool launch_stream(const cuda_ctx *c, const bf16 *x, int M, int K, const bf16 *w, int N, void *y,
+                   int out_f32, int vec, int S) {
+    // Per instantiation: the opt-in above 48 KB (once) and the resident blocks per SM of the
+    // last (threads, shared memory) pair asked for.
+    static int smem_set = 0, last_threads = 0, last_per_sm = 0;
+    static size_t last_smem = 0;
+    if (!vec) return false;
+    const size_t part = (size_t)S * 16 * MT * 8 * sizeof(float);
+    // Warps balanced over the rounds of segments (W·rounds >= S), as many as shared memory allows.
+    int W = 0;
+    for (int cand = ST_MAX_WARPS; cand >= 1 && !W; cand--) {
+        const int rounds = (S + cand - 1) / cand, bal = (S + rounds - 1) / rounds;
+        if (part + (size_t)bal * ST_STAGES * ST_STAGE <= (size_t)smem_optin()) W = bal;
+    }
+    if (!W) return false;
+    const size_t smem = part + (size_t)W * ST_STAGES * ST_STAGE;
+    if (!smem_set) {
+        CUDA_CHECK(cudaFuncSetAttribute(gemm_stream<MT, HALF>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, smem_optin()));
+        smem_set = 1;
+    }
+    if (32 * W != last_threads || smem != last_smem) {
+        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&last_per_sm, gemm_stream<MT, HALF>,
+                                                                 32 * W, smem));
+        last_threads = 32 * W;
+        last_smem = smem;
+    }
+    const long long tiles = (long long)((N + 7) / 8) * ((M + 16 * MT - 1) / (16 * MT));
+    const long long resident = (long long)(last_per_sm > 0 ? last_per_sm : 1) * c->sm_count;
+    const unsigned grid = (unsigned)(tiles < resident ? tiles : resident);
+    launch_dependent(c, gemm_stream<MT, HALF>, dim3(grid), 32 * W, smem, x, M, K, w, N, y, out_f32,
+                     S);
+    return true;
+}
+
+template <int MT, int NT, int CH>
+void launch_fold(const cuda_ctx *c, const bf16 *x, int M, int K, const bf16 *w, int N, void *y,
+                 int out_f32, int vec, int S) {
+    const int BM = 16 * MT * FOLD_WARPS_M, BN = 8 * NT * FOLD_WARPS_N;
     dim3 grid((unsigned)((N + BN - 1) / BN), (unsigned)((M + BM - 1) / BM));
-    gemm_lanes<TM, TN, GM, GN, KC><<<grid, GM * GN * 8, 0, st>>>(x, M, K, w, N, y, out_f32, vec);
-    CUDA_CHECK_LAUNCH();
+    launch_dependent(c, gemm_fold<MT, NT, CH>, grid, 32 * FOLD_WARPS_M * FOLD_WARPS_N, 0, x, M, K,
+                     w, N, y, out_f32, vec, S);
 }
 
 } // namespace
@@ -143,24 +418,14 @@ void launch(cudaStream_t st, const bf16 *x, int M, int K, const bf16 *w, int N, 
 void cu_gemm(void *ctx, const bf16 *x, int M, int K, const bf16 *w, int N, void *y, int out_f32) {
     cuda_ctx *c = static_cast<cuda_ctx *>(ctx);
     SG_CHECK(M >= 1 && K >= 1 && N >= 1, "gemm shape M %d K %d N %d", M, K, N);
-    SG_CHECK((M + 31) / 32 <= 65535, "gemm M %d beyond the grid", M);
-    int vec = K % 8 == 0 && (uintptr_t)x % 16 == 0 && (uintptr_t)w % 16 == 0;
-    cudaStream_t st = c->stream;
-    // Every configuration computes identical bits (see the top of this file); the choice is speed.
-    // Tiles measured on the H200 (Qwen3-4B q_proj, down_proj, lm_head; M 1 .. 512): few rows
-    // stream w in long chunks with many small blocks; more rows share each w tile among more rows.
-    if (M == 1)
-        launch<1, 1, 1, 8, 256>(st, x, M, K, w, N, y, out_f32, vec);
-    else if (M == 2)
-        launch<1, 1, 2, 8, 256>(st, x, M, K, w, N, y, out_f32, vec);
-    else if (M <= 4)
-        launch<2, 1, 2, 8, 256>(st, x, M, K, w, N, y, out_f32, vec);
-    else if (M <= 16)
-        launch<4, 2, 2, 8, 128>(st, x, M, K, w, N, y, out_f32, vec);
-    else if (M <= 32)
-        launch<4, 2, 4, 8, 128>(st, x, M, K, w, N, y, out_f32, vec);
-    else if (M <= 128)
-        launch<8, 4, 2, 8, 64>(st, x, M, K, w, N, y, out_f32, vec);
-    else
-        launch<8, 4, 4, 16, 64>(st, x, M, K, w, N, y, out_f32, vec);
+    SG_CHECK((M + 15) / 16 <= 65535, "gemm M %d beyond the grid", M);
+    const int vec = K % 8 == 0 && (uintptr_t)x % 16 == 0 && (uintptr_t)w % 16 == 0;
+    const int S = (K + KSEG - 1) / KSEG;
+    // Every path computes identical bits (see the top of this file); the choice is speed.
+    // Up to 256 rows: the weights stream through shared memory once per 16·MT-row tile.
+    if (M <= 8 && launch_stream<1, true>(c, x, M, K, w, N, y, out_f32, vec, S)) return;
+    if (M > 8 && M <= 16 && launch_stream<1, false>(c, x, M, K, w, N, y, out_f32, vec, S)) return;
+    if (M > 16 && M <= 32 && launch_stream<2, false>(c, x, M, K, w, N, y, out_f32, vec, S)) return;
+    if (M > 32 && M <= 256 && launch_stream<4, false>(c, x, M, K, w, N, y, out_f32, vec, S)) return;
+    launch_fold<4, 2, 1>(c, x, M, K, w, N, y, out_f32, vec, S);
 }

@@ -1,15 +1,18 @@
 // tests/test_gpu_backend.c: the CUDA backend (gpu/) on a GPU; exits 77 (skipped) without one.
 // - Every op against its CPU twin through the bring-up tool (gates/ops.h) at tiny, small and
-//   Qwen3-4B shapes: within each op's tolerance, guard zones intact, each row alone equal to the
-//   row in the batch, the 2048-row GEMMs' prefixes M in {1, 2, 7, 8, 9, 32, 33, 256, 2048} equal
-//   bitwise, graph replay and reruns equal bitwise.
+//   Qwen3-4B shapes: within each op's rule (bitwise for the ops that share the twin's reduction
+//   order; gemm, gemm_logits and markov_step, whose K order is the CUDA backend's own, within the
+//   order rule |d| <= 1e-5·S + rounding), guard zones intact, each row alone equal to the row in
+//   the batch, the 2048-row GEMMs' prefixes M in {1, 2, 7, 8, 9, 32, 33, 256, 2048} equal bitwise,
+//   graph replay and reruns equal bitwise.
 // - Memory: allocations are zero-filled, round trips are exact, an impossible allocation is NULL
 //   and leaves the backend usable.
 // - The engine on the committed tiny fixture with the CUDA backend: every request of every gate
-//   workload gives the tokens of ref/ and the tokens and digests of the CPU backend (bitwise equal
-//   numbers); hedged, unhedged and plain runs give identical tokens and digests (also with a small
-//   max_rows, which chunks prefills and batches differently); the counters equal the CPU
-//   backend's and the hedge gate sees hedged rounds, chain wins and loss rounds.
+//   workload gives the tokens of ref/ and the statuses, tokens and counters of the CPU backend
+//   (the digests may differ across backends: the CUDA GEMM has its own K order, design.md §3);
+//   within the CUDA backend, hedged, unhedged and plain runs give identical tokens and logits/tap
+//   digests (also with a small max_rows, which chunks prefills and batches differently); the hedge
+//   gate sees hedged rounds, chain wins and loss rounds.
 // ctest-labels: gpu;ops
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,8 +98,9 @@ static sg_engine *run_on(sg_backend *be, const drafter_model *d, const engine_op
     return e;
 }
 
-// Tokens and digests of every request equal.
-static void same_run(sg_engine *a, sg_engine *b, const char *what) {
+// Statuses and tokens of every request equal; with digests != 0 also the logits and tap digests
+// (bitwise equal numbers: required within one backend only, design.md §3).
+static void same_run(sg_engine *a, sg_engine *b, int digests, const char *what) {
     ck_assert_int_eq(engine_n_requests(a), engine_n_requests(b));
     for (int i = 0; i < engine_n_requests(a); i++) {
         engine_result x, y;
@@ -106,6 +110,7 @@ static void same_run(sg_engine *a, sg_engine *b, const char *what) {
         ck_assert_msg(x.n_generated == y.n_generated &&
                           memcmp(x.tokens, y.tokens, sizeof(int) * (size_t)x.n_generated) == 0,
                       "%s: request %d tokens differ", what, i);
+        if (!digests) continue;
         ck_assert_msg(memcmp(x.digest_logits, y.digest_logits, 8 * (size_t)x.n_generated) == 0,
                       "%s: request %d logits digests differ", what, i);
         ck_assert_msg(memcmp(x.digest_taps, y.digest_taps, 8 * (size_t)x.n_generated) == 0,
@@ -126,10 +131,12 @@ static void check_suite(const char *suite, int pool_pages, spec_counters *total,
     sg_engine *ep = run_on(g, &M.dspark, &op, &w);
     sg_engine *es = run_on(g, &M.dspark, &os, &w);
     sg_engine *ec = run_on(c, &M.dspark, &oh, &w);
-    same_run(eh, eu, suite);
-    same_run(eh, ep, suite);
-    same_run(eh, es, suite);
-    same_run(eh, ec, suite); // across backends too: the CUDA ops are bitwise the CPU twins
+    same_run(eh, eu, 1, suite);
+    same_run(eh, ep, 1, suite);
+    same_run(eh, es, 1, suite);
+    // Across backends tokens and statuses (counters below), not digests: the CUDA GEMM reduces K
+    // in its own order, so its logits and taps differ from the CPU twin's by order effects.
+    same_run(eh, ec, 0, suite);
     for (int i = 0; i < w.n_requests; i++) {
         const sg_request *r = &w.requests[i];
         engine_result x, y;
@@ -174,8 +181,9 @@ START_TEST(test_engine_tiny_fixture) {
     ck_assert_int_gt(total.chain_wins, 0);
     ck_assert_int_gt(total.loss_rounds, 0);
     ck_assert_int_eq(total.chains_dropped_capacity, 0);
-    printf("engine on cuda, tiny fixture: %d positions, tokens and digests equal to the CPU "
-           "backend's; hedged rounds %lld, chain wins %lld, loss rounds %lld\n",
+    printf("engine on cuda, tiny fixture: %d positions, tokens and counters equal to the CPU "
+           "backend's, digests equal across hedged, unhedged and plain runs; hedged rounds %lld, "
+           "chain wins %lld, loss rounds %lld\n",
            positions, (long long)total.hedged_rounds, (long long)total.chain_wins,
            (long long)total.loss_rounds);
     ef_close(&M);
