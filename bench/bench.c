@@ -229,6 +229,7 @@ static int make_engine(bench_state *s, int mode, engine_timing *tm, engine_hooks
         for (int j = 0; j < C; j++) eo.positions[j] = j;
         eo.chains = C;
     }
+    eo.graphs = s->o->graphs;
     eo.timing = tm;
     eo.hooks = hooks;
     return engine_create(s->be, &s->target, mode == BENCH_PLAIN ? NULL : &s->draft, &eo, e);
@@ -408,6 +409,7 @@ static int write_json(const bench_state *s, const goal_row *g, int n_goals) {
     cJSON_AddStringToObject(root, "backend", s->be->name);
     cJSON_AddStringToObject(root, "fixture", s->o->fixture ? s->o->fixture : "default");
     cJSON_AddNumberToObject(root, "max_new", s->o->max_new);
+    cJSON_AddBoolToObject(root, "graphs", s->o->graphs);
     if (s->gbps > 0)
         cJSON_AddNumberToObject(root, "bandwidth_gbps", s->gbps);
     else
@@ -448,8 +450,8 @@ static int write_json(const bench_state *s, const goal_row *g, int n_goals) {
 }
 
 static void print_header(const bench_state *s, FILE *out) {
-    fprintf(out, "sparkgate bench: %s on %s; max_new %d per request\n", s->be->name,
-            s->dev->description, s->o->max_new);
+    fprintf(out, "sparkgate bench: %s on %s; max_new %d per request; graph replay %s\n",
+            s->be->name, s->dev->description, s->o->max_new, s->o->graphs ? "on" : "off");
     if (s->gbps > 0)
         fprintf(out,
                 "bandwidth: %.0f GB/s (read-only kernel over %.2f GB, L2 flushed, median of %d)\n",

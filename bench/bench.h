@@ -48,6 +48,7 @@ typedef struct {
     int n_conc;
     int modes[BENCH_MODES];        // 1: run the mode
     int max_new;                   // tokens per request
+    int graphs;                    // engine_options.graphs (CUDA graph replay; no effect on CPU)
     const char *json;              // NULL: no JSON
 } bench_options;
 

@@ -28,6 +28,7 @@ static void bench_help(void) {
         "  --concurrency LIST   comma-separated, at most %d [1,4,16,64]\n"
         "  --modes LIST         of plain,spec,hedge1,hedge2,hedge3 [all]\n"
         "  --max-new N          tokens per request [64]\n"
+        "  --graphs on|off      replay the engine's kernel sequences as cached CUDA graphs [on]\n"
         "  --json FILE          everything as JSON (with the prompt and plain tokens of request 0\n"
         "                       for bench/hf_baseline.py)\n\n"
         "exit status: 0 ok, 1 a mode's tokens differ from plain decoding, 2 usage, 3 bad input,\n"
@@ -87,7 +88,8 @@ static int parse(int argc, char **argv, bench_options *o, const char **backend, 
             return SG_OK;
         }
         static const char *const with_value[] = {"--fixture", "--backend", "--concurrency",
-                                                 "--modes",   "--max-new", "--json"};
+                                                 "--modes",   "--max-new", "--json",
+                                                 "--graphs"};
         size_t k = 0;
         while (k < sizeof with_value / sizeof *with_value && strcmp(a, with_value[k]) != 0) k++;
         if (k == sizeof with_value / sizeof *with_value)
@@ -104,15 +106,19 @@ static int parse(int argc, char **argv, bench_options *o, const char **backend, 
             SG_TRY(parse_modes(v, o));
         else if (k == 4)
             SG_TRY(parse_int("--max-new", v, 1, 100000, &o->max_new));
-        else
+        else if (k == 5)
             o->json = v;
+        else if (strcmp(v, "on") == 0 || strcmp(v, "off") == 0)
+            o->graphs = strcmp(v, "on") == 0;
+        else
+            return sg_fail(SG_EXIT_USAGE, "bench: --graphs: expected on or off, got \"%s\"", v);
     }
     return SG_OK;
 }
 
 int cmd_bench(int argc, char **argv) {
     bench_options o = {
-        .conc = {1, 4, 16, 64}, .n_conc = 4, .modes = {1, 1, 1, 1, 1}, .max_new = 64};
+        .conc = {1, 4, 16, 64}, .n_conc = 4, .modes = {1, 1, 1, 1, 1}, .max_new = 64, .graphs = 1};
     const char *backend = NULL;
     int help = 0;
     if (parse(argc, argv, &o, &backend, &help) != SG_OK) return cli_report(SG_EXIT_USAGE);

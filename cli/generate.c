@@ -20,7 +20,7 @@
 static const char *generate_flags =
     "--fixture --target --draft --no-draft --prompt --max-new --backend --temperature --seed "
     "--stop --ignore-eos --hedge-cap --hedge-positions --chains --conf-threshold --block-layout "
-    "--page-size --pool-pages --max-spans --max-rows --hedge-auto --json";
+    "--page-size --pool-pages --max-spans --max-rows --hedge-auto --graphs --json";
 
 static void generate_help(void) {
     printf("usage: sparkgate generate [options]\n\n"
@@ -43,7 +43,7 @@ static void generate_help(void) {
            "  --chains C             ladders per hedged round [number of positions]\n"
            "  --conf-threshold X     confidence truncation of drafts [off]\n"
            "  --block-layout L       anchor-first | anchor-drop [from the drafter config]\n"
-           "  --page-size N --pool-pages N --max-spans N --max-rows N --hedge-auto\n"
+           "  --page-size N --pool-pages N --max-spans N --max-rows N --hedge-auto --graphs on|off\n"
            "                         engine options (with --backend cpu|cuda; see sparkgate run --help)\n"
            "  --json FILE            also write the result as JSON\n",
            SG_DEFAULT_FIXTURE);

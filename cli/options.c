@@ -65,6 +65,7 @@ int cli_parse_options(int argc, char **argv, const char *accepted, cli_options *
     o->chains = -1;
     o->hedge_positions[0] = 0;
     o->n_hedge_positions = 1;
+    o->graphs = 1;
     for (int i = 0; i < argc; i++) {
         const char *flag = argv[i];
         if (strcmp(flag, "--help") == 0 || strcmp(flag, "-h") == 0) {
@@ -114,7 +115,11 @@ int cli_parse_options(int argc, char **argv, const char *accepted, cli_options *
         else if (strcmp(flag, "--max-rows") == 0) { SG_TRY(parse_long(flag, value, 1, 1 << 20, &v)); o->max_rows = (int)v; }
         else if (strcmp(flag, "--temperature") == 0) { SG_TRY(parse_double(flag, value, 0, 1e6, &d)); o->temperature = d; }
         else if (strcmp(flag, "--conf-threshold") == 0) { SG_TRY(parse_double(flag, value, 0, 1, &d)); o->conf_threshold = (float)d; }
-        else if (strcmp(flag, "--block-layout") == 0) {
+        else if (strcmp(flag, "--graphs") == 0) {
+            if (strcmp(value, "on") != 0 && strcmp(value, "off") != 0)
+                return sg_fail(SG_EXIT_USAGE, "--graphs: expected on or off, got \"%s\"", value);
+            o->graphs = strcmp(value, "on") == 0;
+        } else if (strcmp(flag, "--block-layout") == 0) {
             if (block_layout_parse(value, &o->layout))
                 return sg_fail(SG_EXIT_USAGE, "--block-layout: expected anchor-first or anchor-drop, got \"%s\"", value);
             o->has_block_layout = 1;

@@ -39,6 +39,7 @@ typedef struct {
     int max_spans;
     int max_rows;
     int hedge_auto;
+    int graphs; // engine graph replay (engine_options.graphs): 1 unless --graphs off
     const char *json;
     const char *junit;
     int help;

@@ -3,7 +3,9 @@
 // with the reason; no verdict: the gates compare), tokens, counters and a digest summary; --json
 // writes everything, with the per-position digests. Also owns the mapping of the shared flags
 // (cli_options) onto engine options and the engine backend, used by `generate --backend cpu|cuda`
-// and `gate` too.
+// and `gate` too. Graph replay (--graphs, engine_options.graphs) is on unless --graphs off; it
+// changes no bit, only launch overhead, and works where the backend can capture (cuda); --json
+// records its statistics under "graphs".
 #include <cjson/cJSON.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -25,7 +27,7 @@
 static const char *run_flags =
     "--fixture --target --draft --no-draft --backend --hedge-cap --hedge-positions --chains "
     "--conf-threshold --block-layout --page-size --pool-pages --max-spans --max-rows --hedge-auto "
-    "--json";
+    "--graphs --json";
 
 int cli_engine_options(const cli_options *c, const drafter_config *draft, engine_options *o) {
     SG_TRY(cli_check_hedge(c, draft));
@@ -43,6 +45,7 @@ int cli_engine_options(const cli_options *c, const drafter_config *draft, engine
     o->max_spans = c->max_spans;
     o->max_rows = c->max_rows;
     o->hedge_auto = c->hedge_auto;
+    o->graphs = c->graphs;
     return SG_OK;
 }
 
@@ -84,6 +87,8 @@ static void run_help(void) {
            "  --pool-pages N         KV pages in the pool [enough for the batch]\n"
            "  --max-spans N          verify spans per round [256]\n"
            "  --max-rows N           rows per forward [512]\n"
+           "  --graphs on|off        replay the engine's kernel sequences as cached CUDA graphs\n"
+           "                         (fewer launches; the same bits either way; cuda only) [on]\n"
            "  --json FILE            write everything (with per-position digests) as JSON\n\n"
            "exit status: 0 ok (rejections are reported, not failures), 1 a hard error (NaN/Inf in\n"
            "logits), 2 usage, 3 bad input file or config, 77 no usable CUDA device\n",
@@ -174,6 +179,20 @@ static int report(const cli_options *o, run_state *s) {
            engine_steps(s->e), line);
     cJSON_AddItemToObject(root, "total", counters_to_json(&total));
     cJSON_AddNumberToObject(root, "steps", engine_steps(s->e));
+    op_graphs_stats g;
+    int graphs = engine_graph_stats(s->e, &g);
+    if (graphs)
+        printf("graphs: %" PRId64 " captured, %" PRId64 " launches running %" PRId64 " of %" PRId64
+               " ops, %" PRId64 " eager flushes, %" PRId64 " evictions\n",
+               g.captures, g.launches, g.graph_ops, g.ops, g.eager_flushes, g.evictions);
+    cJSON *jg = cJSON_AddObjectToObject(root, "graphs");
+    cJSON_AddBoolToObject(jg, "on", graphs);
+    cJSON_AddNumberToObject(jg, "ops", (double)g.ops);
+    cJSON_AddNumberToObject(jg, "captured", (double)g.captures);
+    cJSON_AddNumberToObject(jg, "launches", (double)g.launches);
+    cJSON_AddNumberToObject(jg, "graph_ops", (double)g.graph_ops);
+    cJSON_AddNumberToObject(jg, "eager_flushes", (double)g.eager_flushes);
+    cJSON_AddNumberToObject(jg, "evictions", (double)g.evictions);
     int status = SG_OK;
     if (o->json) {
         char *text = cJSON_Print(root);

@@ -18,8 +18,12 @@
 // Numerics (design.md §3, normative). Each op states its rounding points. Batch invariance is a
 // contract of every op: the value computed for one row never depends on how many rows are in the
 // call, where the row sits, or what the other rows hold; in particular gemm reduces K in an order
-// that does not depend on M, and attention reduces keys in ascending absolute position. Shape
-// errors are programming errors (SG_CHECK), not input errors: callers validate requests first.
+// that does not depend on M, and attention reduces keys in ascending absolute position. Every op
+// but gemm (and markov_step's bias, a gemm) fixes its order here, so two backends agree bit for
+// bit; gemm's order is each backend's own (the CPU's 8 fp32 lanes, the CUDA tensor-core segments
+// of gpu/gemm.cu), so across backends it agrees within a tolerance (the bring-up tool's bound).
+// Shape errors are programming errors (SG_CHECK), not input errors: callers validate requests
+// first.
 #ifndef SG_ENGINE_BACKEND_H
 #define SG_ENGINE_BACKEND_H
 
@@ -59,13 +63,16 @@ struct sg_backend {
     void (*embed)(void *ctx, const bf16 *table, int H, const int32_t *ids, int rows, bf16 *out);
 
     // y[M, N] = x[M, K] · w[N, K]ᵀ: bf16 products accumulated in fp32, one fixed reduction order
-    // over K for every output element (independent of M, N and the element's place); the output
+    // over K for every output element (independent of M, N and the element's place; the backend's
+    // own: see the top of this file); the output
     // rounded to bf16 (y is bf16*) or kept fp32 (out_f32 != 0, y is float*; logits). No aliasing.
     void (*gemm)(void *ctx, const bf16 *x, int M, int K, const bf16 *w, int N, void *y,
                  int out_f32);
 
-    // Per row of x [M, D]: ss = Σ x[i]² in fp32, ascending i; r = 1.0f / sqrtf(ss / D + eps);
-    // y[i] = bf16(bf16(x[i]·r) · w[i]).  w [D]; y may alias x.
+    // Per row of x [M, D]: ss = Σ x[i]² in fp32 in 32 lanes, lane l adding the x[i]² of the
+    // 8-element groups i / 8 ≡ l (mod 32) in ascending i, then combined as s[l] += s[l ^ o] for
+    // o = 16, 8, 4, 2, 1 (a warp's 16-byte loads and xor shuffles), ss = s[0];
+    // r = 1.0f / sqrtf(ss / D + eps); y[i] = bf16(bf16(x[i]·r) · w[i]).  w [D]; y may alias x.
     void (*rmsnorm)(void *ctx, const bf16 *x, int M, int D, const bf16 *w, float eps, bf16 *y);
 
     // In place on x [rows, n_heads*head_dim]: every head RMSNorm'd as rmsnorm with w [head_dim],
@@ -112,7 +119,7 @@ struct sg_backend {
     // Chains are rows of tokens [n_chains, tok_stride] (column 0 = the anchor, column k+1 = draft
     // k). Row i of this call works on chain chain_row[i] at step k = start[i] + s, and is skipped
     // when k >= limit[i]:
-    //   prev = tokens[c][k];  bias[v] = bf16(Σ_j w2[v][j]·w1[prev][j])  (fp32, gemm's order);
+    //   prev = tokens[c][k];  bias[v] = bf16(Σ_j w2[v][j]·w1[prev][j])  (this backend's gemm);
     //   score[v] = U[u_row[i] + k][v] + bias[v]  (fp32);  U [*, V] rows of base logits;
     //   top-2 of score → top_ids/top_vals [n_chains, tok_stride - 1, 2] at (c, k);
     //   tokens[c][k+1] = top-1 (-1 when the score row holds a NaN or Inf; a prev of -1 gives
@@ -149,6 +156,19 @@ struct sg_backend {
                    uint64_t *digests);
 
     void (*destroy)(sg_backend *be); // frees ctx and be itself
+
+    // ---- graph capture (optional: NULL on a backend that has none, e.g. the CPU's) ----
+    // Used by engine/op_graphs.c. Between capture_begin and capture_end only ops (no alloc, free,
+    // upload or download) are issued; they are recorded into a graph, NOT run. capture_end
+    // returns the executable graph (never NULL). graph_launch runs it after every op issued
+    // before (in order, like an op); it reads the current device contents at the captured
+    // addresses. graph_destroy frees a graph (it may still be running: it finishes first).
+    // Each captured op should have run eagerly with the same arguments before (an op may size
+    // scratch memory on first use, which a capture cannot do).
+    void (*capture_begin)(void *ctx);
+    void *(*capture_end)(void *ctx);
+    void (*graph_launch)(void *ctx, void *graph);
+    void (*graph_destroy)(void *ctx, void *graph);
 };
 
 // The digest of a row of n elements e_i (raw bits: fp32 as uint32, bf16 as uint16): a

@@ -1,6 +1,6 @@
-// engine/engine.c: the engine's public API: options, setup of the forwards, page pools, KV caches
-// and device buffers, request submission, stepping and results (see engine.h for the contract;
-// the work itself is in scheduler.c, draft.c and round.c).
+// engine/engine.c: the engine's public API: options, the graph wrapper (options.graphs), setup of
+// the forwards, page pools, KV caches and device buffers, request submission, stepping and results
+// (see engine.h for the contract; the work itself is in scheduler.c, draft.c and round.c).
 #include "engine_internal.h"
 
 #include <math.h>
@@ -149,12 +149,17 @@ int engine_create(const sg_backend *be, const target_model *target, const drafte
                   const engine_options *o, sg_engine **out) {
     *out = NULL;
     sg_engine *e = sg_calloc(1, sizeof *e);
-    e->be = be;
+    e->be = e->user_be = be;
     e->tm = target;
     e->dm = drafter;
     if (o) e->o = *o;
     else engine_options_default(&e->o);
-    int st = setup(e);
+    int st = SG_OK;
+    if (e->o.graphs && be->capture_begin) {
+        st = op_graphs_wrap(be, &e->graphs);
+        if (st == SG_OK) e->be = e->graphs;
+    }
+    if (st == SG_OK) st = setup(e);
     if (st != SG_OK) {
         engine_destroy(e);
         return st;
@@ -190,6 +195,7 @@ void engine_destroy(sg_engine *e) {
     if (e->dkp.tables) kv_pages_free(&e->dkp);
     fwd_drafter_free(&e->d);
     fwd_target_free(&e->t);
+    if (e->graphs) e->graphs->destroy(e->graphs);
     free(e);
 }
 
@@ -254,6 +260,7 @@ int engine_step(sg_engine *e) {
     if (st == SG_OK && e->n_running > first_new)
         st = eng_prefill(e, e->running + first_new, e->n_running - first_new);
     if (st == SG_OK && e->n_running > 0) st = eng_round(e);
+    if (e->graphs) op_graphs_flush(e->graphs); // the step's last ops (e.g. KV commits) run now
     if (st != SG_OK) e->dead = 1;
     e->step++;
     return st;
@@ -306,6 +313,18 @@ void engine_counters_total(const sg_engine *e, spec_counters *out) {
 }
 
 void engine_transfer_stats(const sg_engine *e, engine_transfers *out) { *out = e->xfer; }
+
+int engine_graph_stats(const sg_engine *e, op_graphs_stats *out) {
+    memset(out, 0, sizeof *out);
+    if (!e->graphs) return 0;
+    op_graphs_stats_of(e->graphs, out);
+    return 1;
+}
+
+void eng_sync(const sg_engine *e) {
+    if (e->graphs) op_graphs_flush(e->graphs);
+    if (e->o.timing->sync) e->o.timing->sync(e->user_be);
+}
 
 int64_t engine_d2h_copies(const engine_d2h *d) {
     int64_t n = 0;

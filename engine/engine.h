@@ -32,6 +32,9 @@
 //   returns SG_EXIT_FAIL naming the request and position, and the engine refuses further steps.
 // - Determinism: the same inputs and options give the same tokens, digests and counters (with
 //   hedge_auto, only with a deterministic injected clock).
+// - Graphs (options.graphs): the engine issues its ops through the op_graphs wrapper, which runs
+//   what it recorded at every upload, download, alloc and free and at the end of each step, as
+//   eager ops or cached graph launches; tokens, digests and counters are those of graphs off.
 #ifndef SG_ENGINE_ENGINE_H
 #define SG_ENGINE_ENGINE_H
 
@@ -39,6 +42,7 @@
 
 #include "auto_controller.h"
 #include "backend.h"
+#include "op_graphs.h"
 #include "common/counters.h"
 #include "common/model.h"
 #include "common/workload.h"
@@ -102,7 +106,8 @@ typedef enum {
 
 typedef struct {
     // Waits until every op issued on the backend has finished (the CUDA backend's stream sync);
-    // NULL for a backend whose ops are done when they return (the CPU's).
+    // NULL for a backend whose ops are done when they return (the CPU's). Called with the backend
+    // given to engine_create, after the engine has run the ops its graph wrapper held (graphs).
     void (*sync)(const sg_backend *be);
     int on; // timing and work sums only while non-zero (the caller may switch it between steps)
     // Written by the engine, summed over every round (prefill is not a round):
@@ -137,6 +142,8 @@ typedef struct {
     int layout;          // -1 = the drafter config's; else a block_layout (the override)
     engine_hooks *hooks; // NULL = none (see engine_hooks); must outlive the engine
     engine_timing *timing; // NULL = off (see engine_timing); must outlive the engine
+    int graphs;          // 1: replay the op sequences as cached graphs (engine/op_graphs.h) when
+                         // the backend has capture hooks (CUDA); no effect on any result. 0 = off
 } engine_options;
 
 // Fills the defaults above (all zero except chains = -1, layout = -1, P = [0]; no hooks).
@@ -228,6 +235,9 @@ typedef struct {
 } engine_transfers;
 
 void engine_transfer_stats(const sg_engine *e, engine_transfers *out);
+// The graph replay's statistics (op_graphs.h): 1 when the engine replays graphs (options.graphs
+// and a backend with capture hooks), else 0 with *out zeroed. Current as of the last step.
+int engine_graph_stats(const sg_engine *e, op_graphs_stats *out);
 // All copies of a record (every kind).
 int64_t engine_d2h_copies(const engine_d2h *d);
 

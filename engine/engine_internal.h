@@ -38,7 +38,9 @@ typedef struct {
 } eng_draft_req;
 
 struct sg_engine {
-    const sg_backend *be;
+    const sg_backend *be;      // every op goes here: the graph wrapper (graphs on), else user_be
+    const sg_backend *user_be; // the backend given to engine_create
+    sg_backend *graphs;        // the op_graphs wrapper over user_be (options.graphs), else NULL
     engine_options o;
     const target_model *tm;
     const drafter_model *dm; // NULL: plain decoding only
@@ -115,6 +117,9 @@ void eng_push_pending(sg_engine *e, eng_req *r, const bf16 *rows, int n);
 // in ns. The inline pair is free when timing is off: start returns 0, end does nothing.
 // eng_timing: the record while timing is on, else NULL.
 int64_t eng_clock(const sg_engine *e);
+// The device wait of eng_clock (engine.c): runs the ops the graph wrapper still holds, then the
+// timing record's sync on the user's backend (never on the wrapper, whose ctx is not the device's).
+void eng_sync(const sg_engine *e);
 static inline engine_timing *eng_timing(const sg_engine *e) {
     return e->o.timing && e->o.timing->on ? e->o.timing : NULL;
 }

@@ -53,7 +53,7 @@ void eng_results(sg_engine *e, engine_d2h_kind kind, int n_logits, int n_taps, u
 }
 
 int64_t eng_clock(const sg_engine *e) {
-    if (e->o.timing->sync) e->o.timing->sync(e->be);
+    eng_sync(e); // flushes recorded ops first (graphs), then waits for the device
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;

@@ -1,8 +1,9 @@
 // gpu/cuda_backend.cu: the CUDA backend's op table and its device services (cuda_backend.h):
 // device discovery (a missing driver, device or kernel image is SG_EXIT_NO_GPU, never a crash),
-// memory on one stream, scratch for the two-stage selections, graph capture, event timing and
-// cuBLAS for the bring-up tool. The kernels live in one unit per op family (gemm, norms,
-// elementwise, attention, top2, markov, movement, digest).
+// memory on one stream, scratch for the two-stage selections (kept alive while graphs may use it),
+// graph capture (the backend.h hooks, which engine/op_graphs.c replays, and the bring-up tool's
+// capture of an op), event timing and cuBLAS for the bring-up tool. The kernels live in one unit
+// per op family (gemm, norms, elementwise, attention, top2, markov, movement, digest).
 #include <cublas_v2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,6 +110,8 @@ void cu_destroy(sg_backend *be) {
     CUDA_CHECK(cudaStreamSynchronize(c->stream));
     if (c->cublas) cublasDestroy(static_cast<cublasHandle_t>(c->cublas));
     if (c->scratch) CUDA_CHECK(cudaFree(c->scratch));
+    for (int i = 0; i < c->n_old_scratch; i++) CUDA_CHECK(cudaFree(c->old_scratch[i]));
+    free(c->old_scratch);
     CUDA_CHECK(cudaEventDestroy(c->t0));
     CUDA_CHECK(cudaEventDestroy(c->t1));
     CUDA_CHECK(cudaStreamDestroy(c->stream));
@@ -118,15 +121,59 @@ void cu_destroy(sg_backend *be) {
 
 } // namespace
 
+// A captured graph keeps the scratch address it was captured with, so a superseded buffer stays
+// allocated until the backend is destroyed (at most about the final size again, as it doubles).
 void *cuda_scratch(cuda_ctx *c, size_t bytes) {
     if (bytes <= c->scratch_bytes) return c->scratch;
+    cudaStreamCaptureStatus cs;
+    CUDA_CHECK(cudaStreamIsCapturing(c->stream, &cs));
+    SG_CHECK(cs == cudaStreamCaptureStatusNone,
+             "scratch must grow from %zu to %zu bytes during a graph capture: run the captured "
+             "ops eagerly first", c->scratch_bytes, bytes);
     size_t want = c->scratch_bytes * 2 > bytes ? c->scratch_bytes * 2 : bytes;
-    CUDA_CHECK(cudaStreamSynchronize(c->stream));
-    if (c->scratch) CUDA_CHECK(cudaFree(c->scratch));
+    if (c->scratch) {
+        void **old = static_cast<void **>(sg_calloc((size_t)c->n_old_scratch + 1, sizeof *old));
+        if (c->n_old_scratch) memcpy(old, c->old_scratch, sizeof *old * (size_t)c->n_old_scratch);
+        old[c->n_old_scratch++] = c->scratch;
+        free(c->old_scratch);
+        c->old_scratch = old;
+    }
     CUDA_CHECK(cudaMalloc(&c->scratch, want));
     c->scratch_bytes = want;
     return c->scratch;
 }
+
+// ---- graph capture (backend.h hooks; also the bring-up tool's capture_begin / end_replay) ----
+
+namespace {
+
+void cu_capture_begin(void *ctx) {
+    cuda_ctx *c = static_cast<cuda_ctx *>(ctx);
+    CUDA_CHECK(cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal));
+}
+
+void *cu_capture_end(void *ctx) {
+    cuda_ctx *c = static_cast<cuda_ctx *>(ctx);
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CUDA_CHECK(cudaStreamEndCapture(c->stream, &graph));
+    CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    CUDA_CHECK(cudaGraphDestroy(graph)); // the executable graph is independent of it
+    return exec;
+}
+
+void cu_graph_launch(void *ctx, void *graph) {
+    cuda_ctx *c = static_cast<cuda_ctx *>(ctx);
+    CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph), c->stream));
+}
+
+// An executable graph still running is freed when it completes.
+void cu_graph_destroy(void *ctx, void *graph) {
+    (void)ctx;
+    CUDA_CHECK(cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph)));
+}
+
+} // namespace
 
 extern "C" int cuda_device_query(cuda_device_info *out) {
     memset(out, 0, sizeof *out);
@@ -184,6 +231,10 @@ extern "C" int cuda_backend_create(sg_backend **out) {
     be->copy_rows = cu_copy_rows;
     be->digest = cu_digest;
     be->destroy = cu_destroy;
+    be->capture_begin = cu_capture_begin;
+    be->capture_end = cu_capture_end;
+    be->graph_launch = cu_graph_launch;
+    be->graph_destroy = cu_graph_destroy;
     *out = be;
     return SG_OK;
 }
@@ -193,21 +244,15 @@ extern "C" void cuda_backend_sync(const sg_backend *be) {
 }
 
 extern "C" void cuda_capture_begin(const sg_backend *be) {
-    cuda_ctx *c = ctx_of(be);
-    CUDA_CHECK(cudaStreamSynchronize(c->stream));
-    CUDA_CHECK(cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal));
+    CUDA_CHECK(cudaStreamSynchronize(ctx_of(be)->stream));
+    cu_capture_begin(be->ctx);
 }
 
 extern "C" void cuda_capture_end_replay(const sg_backend *be) {
-    cuda_ctx *c = ctx_of(be);
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    CUDA_CHECK(cudaStreamEndCapture(c->stream, &graph));
-    CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-    CUDA_CHECK(cudaGraphLaunch(exec, c->stream));
-    CUDA_CHECK(cudaStreamSynchronize(c->stream));
-    CUDA_CHECK(cudaGraphExecDestroy(exec));
-    CUDA_CHECK(cudaGraphDestroy(graph));
+    void *exec = cu_capture_end(be->ctx);
+    cu_graph_launch(be->ctx, exec);
+    CUDA_CHECK(cudaStreamSynchronize(ctx_of(be)->stream));
+    cu_graph_destroy(be->ctx, exec);
 }
 
 extern "C" void cuda_timer_begin(const sg_backend *be) {

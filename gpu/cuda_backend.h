@@ -13,6 +13,9 @@
 // GEMM family (gpu/gemm.cu) is used for every product, the drafter's too; cuBLAS is linked only for
 // the bring-up tool's comparisons (cuda_vendor_gemm), it never computes an engine result.
 // Weights stay resident as bf16 in device memory (uploaded once by the engine's loaders).
+// The table has backend.h's capture hooks: stream capture (thread-local mode) into an instantiated
+// CUDA graph, launched on the backend's stream; scratch memory a graph captured stays allocated
+// until the backend is destroyed, and growing it during a capture is an internal error.
 #ifndef SG_GPU_CUDA_BACKEND_H
 #define SG_GPU_CUDA_BACKEND_H
 
@@ -50,7 +53,7 @@ void cuda_backend_sync(const sg_backend *be);
 // Starts capturing the backend's stream into a CUDA graph: the ops issued until
 // cuda_capture_end_replay are recorded, not run. Only ops (no upload, download, alloc or free) may
 // be issued while capturing, and each should have run once eagerly with the same shapes first (an
-// op may grow its scratch memory on first use, which a capture cannot record).
+// op may grow its scratch memory on first use, which a capture cannot do: SG_CHECK).
 void cuda_capture_begin(const sg_backend *be);
 // Ends the capture, instantiates the graph, launches it once and waits for it.
 void cuda_capture_end_replay(const sg_backend *be);

@@ -20,11 +20,15 @@ struct cuda_ctx {
     // Scratch for two-stage selections (top2.cu, markov.cu): grown on the host before a launch.
     void *scratch;
     size_t scratch_bytes;
+    void **old_scratch; // superseded scratch buffers: captured graphs may still use them; freed
+    int n_old_scratch;  // when the backend is destroyed
     cudaEvent_t t0, t1;
     void *cublas; // cublasHandle_t, made on first use of cuda_vendor_gemm
 };
 
-// Scratch of at least `bytes` (waits for the stream before replacing a smaller one).
+// Scratch of at least `bytes`. A smaller one is replaced but stays allocated (graphs captured with
+// it may still run) until the backend is destroyed; growing during a stream capture is an internal
+// error (SG_CHECK): the eager run of the same ops sizes it first.
 void *cuda_scratch(cuda_ctx *c, size_t bytes);
 
 // gemm.cu

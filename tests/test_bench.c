@@ -49,7 +49,9 @@ START_TEST(cli_table_and_json) {
     ck_assert_ptr_nonnull(strstr(output, "tok/s"));
     ck_assert_ptr_nonnull(strstr(output, "break-even"));
     ck_assert_ptr_nonnull(strstr(output, "goals at concurrency 1"));
+    ck_assert_ptr_nonnull(strstr(output, "graph replay on"));
     cJSON *j = read_json(json);
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "graphs")));
     ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j, "bandwidth_gbps")));
     const cJSON *runs = cJSON_GetObjectItemCaseSensitive(j, "runs");
     ck_assert_int_eq(cJSON_GetArraySize(runs), BENCH_MODES);
@@ -92,6 +94,7 @@ START_TEST(cli_usage_errors) {
                          "bench --max-new -3",
                          "bench --frobnicate",
                          "bench --json",
+                         "bench --graphs sometimes",
                          "bench --backend tpu --concurrency 1 --max-new 2"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         int st = tu_run_cli(bad[i], output, sizeof output);
@@ -100,6 +103,7 @@ START_TEST(cli_usage_errors) {
     }
     ck_assert_int_eq(tu_run_cli("bench --help", output, sizeof output), 0);
     ck_assert_ptr_nonnull(strstr(output, "--concurrency"));
+    ck_assert_ptr_nonnull(strstr(output, "--graphs on|off"));
 }
 END_TEST
 

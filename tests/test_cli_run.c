@@ -73,9 +73,14 @@ START_TEST(test_run_rejects_and_errors) {
         const char *total = strstr(output, "total over 6 requests");
         ck_assert_msg((strstr(total, "hedged 0, wins 0") != NULL) == !spans, "%s", total);
     }
+    expect(2, "--graphs: expected on or off", "run sequential --fixture %s --graphs maybe%s",
+           fixture_dir, "");
+    expect(2, "--graphs: expected on or off", "generate --fixture %s --backend cpu --graphs 1%s",
+           fixture_dir, "");
     expect(3, "nosuch", "run nosuch --fixture %s%s", fixture_dir, "");
     expect(77, "CUDA", "run sequential --fixture %s --backend cuda%s", fixture_dir, "");
     expect(0, "--pool-pages", "run --help%s%s", "", "");
+    expect(0, "--graphs on|off", "generate --help%s%s", "", "");
     expect(0, "run", "--help%s%s", "", "");
 }
 END_TEST
