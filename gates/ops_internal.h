@@ -159,7 +159,7 @@ typedef struct {
     double max_abs, max_ulp, share, nmse; // share: of all compared elements, bitwise
     long long first_bad; // element index in buffer first_buf beyond its rule, -1: none
     int first_buf;
-    char first_text[256];
+    char first_text[512]; // the first bad element, named, with both values and the rule's figures
     double argmax_agree, top2_agree; // logits only, -1 otherwise
     // Order rule (-1 where no element with S > 0 was compared): the worst |Δ|/S, and the worst
     // (|Δ| − rounding allowance)⁺/S, the figure the rule holds to tol_rel (its headroom).
