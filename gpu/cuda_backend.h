@@ -3,15 +3,16 @@
 // synchronisation, CUDA-graph capture of an op, event timing, and cuBLAS for comparison.
 //
 // Contract. Every op of backend.h, on device memory of one CUDA device, issued in order on one
-// stream owned by the backend; download waits for that stream. Numerics: exactly the CPU twin's
-// (engine/cpu_backend.c) reduction orders and rounding points, and glibc's expf algorithm ported to
-// the device (gpu/device_numerics.h), so outputs are bitwise equal to the CPU backend's (on a host
-// whose glibc runs the FMA build of expf, as x86-64 machines with FMA do). Every kernel computes an
-// output element from its own row
-// with an order fixed by the op's dimensions alone, never by the row count, the row's place, the
-// launch configuration or a graph: batch and path invariant by construction (design.md §3). The
-// GEMM family (gpu/gemm.cu) is used for every product, the drafter's too; cuBLAS is linked only for
-// the bring-up tool's comparisons (cuda_vendor_gemm), it never computes an engine result.
+// stream owned by the backend; download waits for that stream. Numerics: every op but the GEMM has
+// exactly the CPU twin's (engine/cpu_backend.c) reduction orders and rounding points, and glibc's
+// expf algorithm ported to the device (gpu/device_numerics.h), so those outputs are bitwise equal
+// to the CPU backend's (on a host whose glibc runs the FMA build of expf, as x86-64 machines with
+// FMA do); the GEMM (gpu/gemm.cu, tensor cores) has its own K order and agrees within a bound.
+// Every kernel computes an output element from its own row with an order fixed by the op's
+// dimensions alone, never by the row count, the row's place, the launch configuration or a graph:
+// batch and path invariant by construction (design.md §3). The GEMM is used for every product,
+// the drafter's and the Markov bias too; cuBLAS is linked only for the bring-up tool's comparisons
+// (cuda_vendor_gemm), it never computes an engine result.
 // Weights stay resident as bf16 in device memory (uploaded once by the engine's loaders).
 // The table has backend.h's capture hooks: stream capture (thread-local mode) into an instantiated
 // CUDA graph, launched on the backend's stream; scratch memory a graph captured stays allocated
