@@ -152,7 +152,7 @@ __device__ __forceinline__ void store_out(void *y, int out_f32, int N, int m, in
 
 // ---- gemm_stream: weights streamed through a per-warp shared-memory ring (cp.async) ----
 
-constexpr int ST_STAGES = 4;                  // items in flight per warp
+constexpr int ST_STAGES = 4;                  // ring stages per warp (ST_STAGES - 1 items ahead)
 constexpr int ST_ROW = KSEG * 2 + 64;         // bytes per weight row of a stage; the 64-byte pad
                                               // puts the 8 rows of a quarter-warp's 16-byte reads
                                               // in distinct banks
