@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/counters.h"
 #include "common/error.h"
 #include "common/model.h"
 #include "common/workload.h"
@@ -82,23 +83,66 @@ static inline engine_options ef_unhedged(void) {
     return o;
 }
 
-// Runs requests [from, to) of w (to = -1: all) through a fresh engine; the pools must be whole
-// afterwards. The caller destroys the engine and the backend (*be).
-static inline sg_engine *ef_run(const ef_models *m, const drafter_model *d,
-                                const engine_options *o, const sg_workload *w, int from, int to,
-                                sg_backend **be) {
-    *be = cpu_backend_create();
+// Runs requests [from, to) of w (to = -1: all) through a fresh engine on be (a single request of
+// a larger workload arrives at step 0); the pools must be whole afterwards. The caller destroys
+// the engine.
+static inline sg_engine *ef_run_on(const ef_models *m, const sg_backend *be,
+                                   const drafter_model *d, const engine_options *o,
+                                   const sg_workload *w, int from, int to) {
     sg_engine *e = NULL;
-    ck_assert_msg(engine_create(*be, &m->target, d, o, &e) == SG_OK, "%s", sg_error());
+    ck_assert_msg(engine_create(be, &m->target, d, o, &e) == SG_OK, "%s", sg_error());
     if (to < 0) to = w->n_requests;
     for (int i = from; i < to; i++) {
         sg_request r = w->requests[i];
-        if (to - from == 1) r.arrival_step = 0;
+        if (to - from == 1 && w->n_requests > 1) r.arrival_step = 0;
         ck_assert_msg(engine_submit(e, &r, NULL) == SG_OK, "%s", sg_error());
     }
     ck_assert_msg(engine_run(e) == SG_OK, "%s", sg_error());
     ck_assert_msg(engine_check_pools(e) == SG_OK, "%s", sg_error());
     return e;
+}
+
+// ef_run_on on a fresh CPU backend (*be); the caller destroys the engine and the backend.
+static inline sg_engine *ef_run(const ef_models *m, const drafter_model *d,
+                                const engine_options *o, const sg_workload *w, int from, int to,
+                                sg_backend **be) {
+    *be = cpu_backend_create();
+    return ef_run_on(m, *be, d, o, w, from, to);
+}
+
+// What ef_same_results compares beyond every request's status and tokens.
+enum {
+    EF_DIGESTS = 1,  // the logits and tap digests (bitwise numbers: within one backend only)
+    EF_COUNTERS = 2, // the speculation counters
+};
+
+// Two runs of one workload agree request by request (what: a flag set of the enum above).
+static inline void ef_same_results(const sg_engine *a, const sg_engine *b, int what,
+                                   const char *label) {
+    ck_assert_int_eq(engine_n_requests(a), engine_n_requests(b));
+    for (int i = 0; i < engine_n_requests(a); i++) {
+        engine_result x, y;
+        engine_result_of(a, i, &x);
+        engine_result_of(b, i, &y);
+        ck_assert_msg(x.status == y.status, "%s: request %d status differs", label, i);
+        size_t n = (size_t)x.n_generated;
+        ck_assert_msg(x.n_generated == y.n_generated &&
+                          memcmp(x.tokens, y.tokens, sizeof(int) * n) == 0,
+                      "%s: request %d tokens differ", label, i);
+        if (what & EF_DIGESTS) {
+            ck_assert_msg(memcmp(x.digest_logits, y.digest_logits, 8 * n) == 0,
+                          "%s: request %d logits digests differ", label, i);
+            ck_assert_msg(memcmp(x.digest_taps, y.digest_taps, 8 * n) == 0,
+                          "%s: request %d tap digests differ", label, i);
+        }
+        if (what & EF_COUNTERS) {
+            char ca[512], cb[512];
+            counters_format(&x.counters, ca, sizeof ca);
+            counters_format(&y.counters, cb, sizeof cb);
+            ck_assert_msg(counters_equal(&x.counters, &y.counters),
+                          "%s: request %d counters differ:\n %s\n %s", label, i, ca, cb);
+        }
+    }
 }
 
 static inline void ef_free(sg_engine *e, sg_backend *be) {

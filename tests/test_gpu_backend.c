@@ -87,37 +87,6 @@ END_TEST
 
 static ef_models M;
 
-static sg_engine *run_on(sg_backend *be, const drafter_model *d, const engine_options *o,
-                         const sg_workload *w) {
-    sg_engine *e = NULL;
-    ck_assert_msg(engine_create(be, &M.target, d, o, &e) == SG_OK, "%s", sg_error());
-    for (int i = 0; i < w->n_requests; i++)
-        ck_assert_msg(engine_submit(e, &w->requests[i], NULL) == SG_OK, "%s", sg_error());
-    ck_assert_msg(engine_run(e) == SG_OK, "%s", sg_error());
-    ck_assert_msg(engine_check_pools(e) == SG_OK, "%s", sg_error());
-    return e;
-}
-
-// Statuses and tokens of every request equal; with digests != 0 also the logits and tap digests
-// (bitwise equal numbers: required within one backend only, design.md §3).
-static void same_run(sg_engine *a, sg_engine *b, int digests, const char *what) {
-    ck_assert_int_eq(engine_n_requests(a), engine_n_requests(b));
-    for (int i = 0; i < engine_n_requests(a); i++) {
-        engine_result x, y;
-        engine_result_of(a, i, &x);
-        engine_result_of(b, i, &y);
-        ck_assert_int_eq(x.status, y.status);
-        ck_assert_msg(x.n_generated == y.n_generated &&
-                          memcmp(x.tokens, y.tokens, sizeof(int) * (size_t)x.n_generated) == 0,
-                      "%s: request %d tokens differ", what, i);
-        if (!digests) continue;
-        ck_assert_msg(memcmp(x.digest_logits, y.digest_logits, 8 * (size_t)x.n_generated) == 0,
-                      "%s: request %d logits digests differ", what, i);
-        ck_assert_msg(memcmp(x.digest_taps, y.digest_taps, 8 * (size_t)x.n_generated) == 0,
-                      "%s: request %d tap digests differ", what, i);
-    }
-}
-
 static void check_suite(const char *suite, int pool_pages, spec_counters *total, int *positions) {
     sg_workload w;
     ef_workload(&M, suite, &w);
@@ -126,17 +95,17 @@ static void check_suite(const char *suite, int pool_pages, spec_counters *total,
     os.max_rows = 40; // prefills in chunks, fewer requests per batch and hedged spans
     oh.pool_pages = ou.pool_pages = op.pool_pages = os.pool_pages = pool_pages;
     sg_backend *g = gpu(), *c = cpu_backend_create();
-    sg_engine *eh = run_on(g, &M.dspark, &oh, &w);
-    sg_engine *eu = run_on(g, &M.dspark, &ou, &w);
-    sg_engine *ep = run_on(g, &M.dspark, &op, &w);
-    sg_engine *es = run_on(g, &M.dspark, &os, &w);
-    sg_engine *ec = run_on(c, &M.dspark, &oh, &w);
-    same_run(eh, eu, 1, suite);
-    same_run(eh, ep, 1, suite);
-    same_run(eh, es, 1, suite);
+    sg_engine *eh = ef_run_on(&M, g, &M.dspark, &oh, &w, 0, -1);
+    sg_engine *eu = ef_run_on(&M, g, &M.dspark, &ou, &w, 0, -1);
+    sg_engine *ep = ef_run_on(&M, g, &M.dspark, &op, &w, 0, -1);
+    sg_engine *es = ef_run_on(&M, g, &M.dspark, &os, &w, 0, -1);
+    sg_engine *ec = ef_run_on(&M, c, &M.dspark, &oh, &w, 0, -1);
+    ef_same_results(eh, eu, EF_DIGESTS, suite);
+    ef_same_results(eh, ep, EF_DIGESTS, suite);
+    ef_same_results(eh, es, EF_DIGESTS, suite);
     // Across backends tokens and statuses (counters below), not digests: the CUDA GEMM reduces K
     // in its own order, so its logits and taps differ from the CPU twin's by order effects.
-    same_run(eh, ec, 0, suite);
+    ef_same_results(eh, ec, 0, suite);
     for (int i = 0; i < w.n_requests; i++) {
         const sg_request *r = &w.requests[i];
         engine_result x, y;

@@ -28,41 +28,6 @@ int main(void) {
 
 static ef_models M;
 
-static sg_engine *run_on(const sg_backend *be, engine_options o, int graphs,
-                         const sg_workload *w) {
-    o.graphs = graphs;
-    sg_engine *e = NULL;
-    ck_assert_msg(engine_create(be, &M.target, &M.dspark, &o, &e) == SG_OK, "%s", sg_error());
-    for (int i = 0; i < w->n_requests; i++)
-        ck_assert_msg(engine_submit(e, &w->requests[i], NULL) == SG_OK, "%s", sg_error());
-    ck_assert_msg(engine_run(e) == SG_OK, "%s", sg_error());
-    ck_assert_msg(engine_check_pools(e) == SG_OK, "%s", sg_error());
-    return e;
-}
-
-static void same_run(const sg_engine *a, const sg_engine *b, const char *what) {
-    ck_assert_int_eq(engine_n_requests(a), engine_n_requests(b));
-    for (int i = 0; i < engine_n_requests(a); i++) {
-        engine_result x, y;
-        engine_result_of(a, i, &x);
-        engine_result_of(b, i, &y);
-        ck_assert_msg(x.status == y.status, "%s: request %d status", what, i);
-        size_t n = (size_t)x.n_generated;
-        ck_assert_msg(x.n_generated == y.n_generated &&
-                          memcmp(x.tokens, y.tokens, sizeof(int) * n) == 0,
-                      "%s: request %d tokens differ with graphs on", what, i);
-        ck_assert_msg(memcmp(x.digest_logits, y.digest_logits, 8 * n) == 0,
-                      "%s: request %d logits digests differ with graphs on", what, i);
-        ck_assert_msg(memcmp(x.digest_taps, y.digest_taps, 8 * n) == 0,
-                      "%s: request %d tap digests differ with graphs on", what, i);
-        char ca[512], cb[512];
-        counters_format(&x.counters, ca, sizeof ca);
-        counters_format(&y.counters, cb, sizeof cb);
-        ck_assert_msg(counters_equal(&x.counters, &y.counters), "%s: request %d: off %s\n on %s",
-                      what, i, ca, cb);
-    }
-}
-
 START_TEST(test_graphs_on_off) {
     ef_open_set(&M, "tiny");
     static const char *suites[] = {"sequential", "concurrent", "capture_shape", "draft_headroom",
@@ -82,9 +47,12 @@ START_TEST(test_graphs_on_off) {
             if (s == 4) opts[k].pool_pages = 12;
             char what[96];
             snprintf(what, sizeof what, "%s, options %d", suites[s], k);
-            sg_engine *off = run_on(g, opts[k], 0, &w);
-            sg_engine *on = run_on(g, opts[k], 1, &w);
-            same_run(off, on, what);
+            engine_options o = opts[k];
+            o.graphs = 0;
+            sg_engine *off = ef_run_on(&M, g, &M.dspark, &o, &w, 0, -1);
+            o.graphs = 1;
+            sg_engine *on = ef_run_on(&M, g, &M.dspark, &o, &w, 0, -1);
+            ef_same_results(off, on, EF_DIGESTS | EF_COUNTERS, what);
             op_graphs_stats st;
             ck_assert_int_eq(engine_graph_stats(off, &st), 0);
             ck_assert_int_eq(engine_graph_stats(on, &st), 1);

@@ -300,36 +300,6 @@ static ef_models M;
 static void setup_models(void) { ef_open_set(&M, "tiny"); }
 static void teardown_models(void) { ef_close(&M); }
 
-static sg_engine *engine_on(const sg_backend *be, const drafter_model *d, engine_options o,
-                            int graphs, const sg_workload *w) {
-    o.graphs = graphs;
-    sg_engine *e = NULL;
-    ck_assert_msg(engine_create(be, &M.target, d, &o, &e) == SG_OK, "%s", sg_error());
-    for (int i = 0; i < w->n_requests; i++)
-        ck_assert_msg(engine_submit(e, &w->requests[i], NULL) == SG_OK, "%s", sg_error());
-    ck_assert_msg(engine_run(e) == SG_OK, "%s", sg_error());
-    ck_assert_msg(engine_check_pools(e) == SG_OK, "%s", sg_error());
-    return e;
-}
-
-static void same_results(const sg_engine *a, const sg_engine *b, const char *what) {
-    ck_assert_int_eq(engine_n_requests(a), engine_n_requests(b));
-    for (int i = 0; i < engine_n_requests(a); i++) {
-        engine_result x, y;
-        engine_result_of(a, i, &x);
-        engine_result_of(b, i, &y);
-        ck_assert_int_eq(x.status, y.status);
-        size_t n = (size_t)x.n_generated;
-        ck_assert_msg(x.n_generated == y.n_generated &&
-                          memcmp(x.tokens, y.tokens, sizeof(int) * n) == 0 &&
-                          memcmp(x.digest_logits, y.digest_logits, 8 * n) == 0 &&
-                          memcmp(x.digest_taps, y.digest_taps, 8 * n) == 0,
-                      "%s: request %d: tokens or digests differ with graphs on", what, i);
-        ck_assert_msg(counters_equal(&x.counters, &y.counters), "%s: request %d counters", what,
-                      i);
-    }
-}
-
 START_TEST(test_engine_graphs_same_bits) {
     // hedged on the concurrent workload (batches, ladders, copy-back), plain on the sequential one
     engine_options hedged = ef_hedged(), plain = ef_unhedged();
@@ -343,9 +313,12 @@ START_TEST(test_engine_graphs_same_bits) {
         sg_workload w;
         ef_workload(&M, runs[k].suite, &w);
         sg_backend *cpu = cpu_backend_create(), *fake = fake_create();
-        sg_engine *off = engine_on(cpu, &M.dspark, *runs[k].o, 0, &w);
-        sg_engine *on = engine_on(fake, &M.dspark, *runs[k].o, 1, &w);
-        same_results(off, on, runs[k].suite);
+        engine_options o = *runs[k].o;
+        o.graphs = 0;
+        sg_engine *off = ef_run_on(&M, cpu, &M.dspark, &o, &w, 0, -1);
+        o.graphs = 1;
+        sg_engine *on = ef_run_on(&M, fake, &M.dspark, &o, &w, 0, -1);
+        ef_same_results(off, on, EF_DIGESTS | EF_COUNTERS, runs[k].suite);
         op_graphs_stats g;
         ck_assert_int_eq(engine_graph_stats(off, &g), 0);
         ck_assert_int_eq(g.ops, 0);
@@ -393,7 +366,9 @@ START_TEST(test_engine_graphs_options) {
     ef_workload(&M, "sequential", &w);
     // graphs on a backend without capture hooks: not wrapped, the same run
     sg_backend *cpu = cpu_backend_create();
-    sg_engine *e = engine_on(cpu, NULL, ef_unhedged(), 1, &w);
+    engine_options o = ef_unhedged();
+    o.graphs = 1;
+    sg_engine *e = ef_run_on(&M, cpu, NULL, &o, &w, 0, -1);
     op_graphs_stats g;
     ck_assert_int_eq(engine_graph_stats(e, &g), 0);
     ck_assert_ptr_eq(e->be, cpu);
@@ -401,9 +376,7 @@ START_TEST(test_engine_graphs_options) {
     // the timing sync: the wrapper's ops run first, then the user's backend is waited on
     fake_be = fake_create();
     engine_timing tm = {.sync = count_sync};
-    engine_options o = ef_unhedged();
     o.timing = &tm;
-    o.graphs = 1;
     ck_assert_int_eq(engine_create(fake_be, &M.target, NULL, &o, &e), SG_OK);
     ck_assert_ptr_ne(e->be, fake_be);
     bufs b = bufs_make(e->be);
