@@ -32,6 +32,8 @@
 
 #include "common/bf16.h"
 
+#define BE_GEMM_GROUP_MAX 3 // the most products one gemm_group call holds
+
 // Paged attention geometry shared by kv_store and attention.
 //   k_pages, v_pages: one layer's pool, [n_pages, page_size, n_kv_heads*head_dim] bf16;
 //   page_tables [n_tables, table_stride]: page id of each page_size-run of positions of a sequence
@@ -68,6 +70,13 @@ struct sg_backend {
     // rounded to bf16 (y is bf16*) or kept fp32 (out_f32 != 0, y is float*; logits). No aliasing.
     void (*gemm)(void *ctx, const bf16 *x, int M, int K, const bf16 *w, int N, void *y,
                  int out_f32);
+
+    // y[p][M, N[p]] = x[M, K] · w[p][N[p], K]ᵀ for p < n (1 <= n <= BE_GEMM_GROUP_MAX), bf16
+    // outputs: exactly the bits of n gemm calls, in one launch where the backend can (q/k/v and
+    // gate/up share their input; a decode step's launches are a large share of its time). No
+    // aliasing.
+    void (*gemm_group)(void *ctx, const bf16 *x, int M, int K, int n, const bf16 *const *w,
+                       const int *N, bf16 *const *y);
 
     // Per row of x [M, D]: ss = Σ x[i]² in fp32 in 32 lanes, lane l adding the x[i]² of the
     // 8-element groups i / 8 ≡ l (mod 32) in ascending i, then combined as s[l] += s[l ^ o] for

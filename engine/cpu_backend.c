@@ -143,6 +143,12 @@ static void cpu_gemm(void *vctx, const bf16 *x, int M, int K, const bf16 *w, int
     }
 }
 
+static void cpu_gemm_group(void *vctx, const bf16 *x, int M, int K, int n, const bf16 *const *w,
+                           const int *N, bf16 *const *y) {
+    SG_CHECK(n >= 1 && n <= BE_GEMM_GROUP_MAX, "gemm group of %d products", n);
+    for (int p = 0; p < n; p++) cpu_gemm(vctx, x, M, K, w[p], N[p], y[p], 0);
+}
+
 // ---- norms, RoPE ----
 
 // y [D] = bf16(bf16(x·r)·w); y may alias x. The sum of squares in backend.h's order: 32 lanes,
@@ -446,6 +452,7 @@ sg_backend *cpu_backend_create(void) {
     be->copy = cpu_memcpy;
     be->embed = cpu_embed;
     be->gemm = cpu_gemm;
+    be->gemm_group = cpu_gemm_group;
     be->rmsnorm = cpu_rmsnorm;
     be->head_norm_rope = cpu_head_norm_rope;
     be->kv_store = cpu_kv_store;

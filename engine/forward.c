@@ -280,8 +280,10 @@ static void mlp_block(const sg_backend *be, const fwd_layer *lw, const qwen3_con
     void *ctx = be->ctx;
     int H = c->hidden_size, I = c->intermediate_size;
     be->rmsnorm(ctx, h, rows, H, lw->post_norm, c->rms_norm_eps, x);
-    be->gemm(ctx, x, rows, H, lw->w_gate, I, w->gate, 0);
-    be->gemm(ctx, x, rows, H, lw->w_up, I, w->up, 0);
+    const bf16 *wgu[] = {lw->w_gate, lw->w_up};
+    const int ngu[] = {I, I};
+    bf16 *const ygu[] = {w->gate, w->up};
+    be->gemm_group(ctx, x, rows, H, 2, wgu, ngu, ygu);
     be->swiglu(ctx, w->gate, w->up, (size_t)rows * I, w->gate);
     be->gemm(ctx, w->gate, rows, I, lw->w_down, H, x, 0);
     be->add(ctx, h, x, (size_t)rows * H);
@@ -309,9 +311,10 @@ void fwd_target_forward(const fwd_target *t, fwd_work *w, kv_cache *kc, const fw
         const fwd_layer *lw = &t->layers[l];
         bf16 *Kl = kv_cache_k(kc, l), *Vl = kv_cache_v(kc, l);
         be->rmsnorm(ctx, w->h, rows, H, lw->input_norm, eps, w->x);
-        be->gemm(ctx, w->x, rows, H, lw->wq, qd, w->q, 0);
-        be->gemm(ctx, w->x, rows, H, lw->wk, kvd, w->k, 0);
-        be->gemm(ctx, w->x, rows, H, lw->wv, kvd, w->v, 0);
+        const bf16 *wqkv[] = {lw->wq, lw->wk, lw->wv};
+        const int nqkv[] = {qd, kvd, kvd};
+        bf16 *const yqkv[] = {w->q, w->k, w->v};
+        be->gemm_group(ctx, w->x, rows, H, 3, wqkv, nqkv, yqkv);
         be->head_norm_rope(ctx, w->q, rows, nH, hd, lw->q_norm, eps, t->rope_cos, t->rope_sin,
                            b->pos);
         be->head_norm_rope(ctx, w->k, rows, nKV, hd, lw->k_norm, eps, t->rope_cos, t->rope_sin,
@@ -368,8 +371,10 @@ void fwd_drafter_forward(const fwd_drafter *d, fwd_work *w, kv_cache *kc,
                                blk_pos);
         }
         // K/V of [C ; normed block rows]: context rows without the input norm.
-        be->gemm(ctx, w->x, rows, H, lw->wk, kvd, w->k, 0);
-        be->gemm(ctx, w->x, rows, H, lw->wv, kvd, w->v, 0);
+        const bf16 *wkv[] = {lw->wk, lw->wv};
+        const int nkv[] = {kvd, kvd};
+        bf16 *const ykv[] = {w->k, w->v};
+        be->gemm_group(ctx, w->x, rows, H, 2, wkv, nkv, ykv);
         be->head_norm_rope(ctx, w->k, rows, nKV, hd, lw->k_norm, eps, d->rope_cos, d->rope_sin,
                            b->pos);
         be->kv_store(ctx, &pg, Kl, Vl, b->row_table, b->pos, w->k, w->v, rows);

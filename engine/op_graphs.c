@@ -19,6 +19,7 @@ enum {
     OP_COPY,
     OP_EMBED,
     OP_GEMM,
+    OP_GEMM_GROUP,
     OP_RMSNORM,
     OP_HEAD_NORM_ROPE,
     OP_KV_STORE,
@@ -48,6 +49,10 @@ typedef struct {
 typedef struct {
     const bf16 *x; int64_t M, K; const bf16 *w; int64_t N; void *y; int64_t out_f32;
 } r_gemm;
+typedef struct { // unused entries NULL / 0 (records are compared bytewise)
+    const bf16 *x; int64_t M, K, n; const bf16 *w[BE_GEMM_GROUP_MAX]; int64_t N[BE_GEMM_GROUP_MAX];
+    bf16 *y[BE_GEMM_GROUP_MAX];
+} r_gemm_group;
 typedef struct { const bf16 *x; int64_t M, D; const bf16 *w; double eps; bf16 *y; } r_rmsnorm;
 typedef struct {
     bf16 *x; int64_t rows, n_heads, head_dim; const bf16 *w; double eps;
@@ -90,6 +95,7 @@ typedef struct {
 
 static const size_t rec_bytes[OP_COUNT] = {
     [OP_COPY] = sizeof(r_copy), [OP_EMBED] = sizeof(r_embed), [OP_GEMM] = sizeof(r_gemm),
+    [OP_GEMM_GROUP] = sizeof(r_gemm_group),
     [OP_RMSNORM] = sizeof(r_rmsnorm), [OP_HEAD_NORM_ROPE] = sizeof(r_head_norm_rope),
     [OP_KV_STORE] = sizeof(r_kv_store), [OP_ATTENTION] = sizeof(r_attention),
     [OP_SWIGLU] = sizeof(r_swiglu), [OP_ADD] = sizeof(r_add), [OP_ARGMAX] = sizeof(r_argmax),
@@ -186,6 +192,13 @@ static void run_rec(const sg_backend *b, int op, const void *a) {
     case OP_GEMM: {
         const r_gemm *r = a;
         b->gemm(c, r->x, (int)r->M, (int)r->K, r->w, (int)r->N, r->y, (int)r->out_f32);
+        break;
+    }
+    case OP_GEMM_GROUP: {
+        const r_gemm_group *r = a;
+        int N[BE_GEMM_GROUP_MAX];
+        for (int p = 0; p < r->n; p++) N[p] = (int)r->N[p];
+        b->gemm_group(c, r->x, (int)r->M, (int)r->K, (int)r->n, r->w, N, r->y);
         break;
     }
     case OP_RMSNORM: {
@@ -391,6 +404,18 @@ static void og_gemm(void *ctx, const bf16 *x, int M, int K, const bf16 *w, int N
     *(r_gemm *)push(ctx, OP_GEMM) = (r_gemm){x, M, K, w, N, y, out_f32};
 }
 
+static void og_gemm_group(void *ctx, const bf16 *x, int M, int K, int n, const bf16 *const *w,
+                          const int *N, bf16 *const *y) {
+    SG_CHECK(n >= 1 && n <= BE_GEMM_GROUP_MAX, "gemm group of %d products", n);
+    r_gemm_group r = {x, M, K, n, {NULL}, {0}, {NULL}};
+    for (int p = 0; p < n; p++) {
+        r.w[p] = w[p];
+        r.N[p] = N[p];
+        r.y[p] = y[p];
+    }
+    *(r_gemm_group *)push(ctx, OP_GEMM_GROUP) = r;
+}
+
 static void og_rmsnorm(void *ctx, const bf16 *x, int M, int D, const bf16 *w, float eps,
                        bf16 *y) {
     *(r_rmsnorm *)push(ctx, OP_RMSNORM) = (r_rmsnorm){x, M, D, w, eps, y};
@@ -501,6 +526,7 @@ int op_graphs_wrap(const sg_backend *inner, sg_backend **out) {
     b->copy = og_copy;
     b->embed = og_embed;
     b->gemm = og_gemm;
+    b->gemm_group = og_gemm_group;
     b->rmsnorm = og_rmsnorm;
     b->head_norm_rope = og_head_norm_rope;
     b->kv_store = og_kv_store;

@@ -169,16 +169,9 @@ static void make_gemm_logits(ops_case *c, int size, rng *r) {
     else
         make_gemm_shape(c, 2048, 2560, 151936, 1, 2, "lm_head", r);
 }
-// The order rule's S of the compared rows of y: S[m][n] = Σ_k |x[m][k]|·|w[n][k]| in double (each
-// |x|·|w| is exact in fp32); extra stays 0: the bf16 output's rounding is the rule's own ULP term.
-static int gemm_bound(const ops_case *c, int bi, unsigned char *const *twin, size_t count,
-                      double *S, double *extra) {
-    (void)twin;
-    (void)extra;
-    if (bi != 2) return 0;
-    int K = c->p[0], N = c->p[1];
-    size_t rows = count / (size_t)N;
-    const bf16 *x = c->buf[0].host, *w = c->buf[1].host;
+// The order rule's S of `rows` rows of y = x·wᵀ (x [rows, K], w [N, K]): S[m][n] =
+// Σ_k |x[m][k]|·|w[n][k]| in double (each |x|·|w| is exact in fp32).
+static void gemm_S(const bf16 *x, const bf16 *w, int K, int N, size_t rows, double *S) {
     float *ax = sg_calloc(rows * K, sizeof *ax), *aw = sg_calloc((size_t)K, sizeof *aw);
     for (size_t i = 0; i < rows * K; i++) ax[i] = fabsf(bf16_to_f32(x[i]));
     for (int n = 0; n < N; n++) {
@@ -192,6 +185,16 @@ static int gemm_bound(const ops_case *c, int bi, unsigned char *const *twin, siz
     }
     free(ax);
     free(aw);
+}
+
+// y (buffer 2) by the order rule; extra stays 0: the bf16 output's rounding is the rule's own ULP
+// term.
+static int gemm_bound(const ops_case *c, int bi, unsigned char *const *twin, size_t count,
+                      double *S, double *extra) {
+    (void)twin;
+    (void)extra;
+    if (bi != 2) return 0;
+    gemm_S(c->buf[0].host, c->buf[1].host, c->p[0], c->p[1], count / (size_t)c->p[1], S);
     return 1;
 }
 
@@ -200,6 +203,63 @@ static void run_gemm(const sg_backend *be, const ops_case *c, void *const *d, in
     size_t es = f32 ? 4 : 2;
     be->gemm(be->ctx, BF(d, 0) + (size_t)r0 * K, nr, K, BF(d, 1), N,
              (char *)d[2] + (size_t)r0 * N * es, f32);
+}
+
+// ---- gemm_group: products sharing x; their bits must be those of single gemm calls ----
+
+// p: K, n, N[0 .. n-1] at p[2 ..]. Buffers: x, w[0 .. n-1], y[0 .. n-1]. tiny: K % 8 != 0 (the
+// products one by one); small: 17 rows in one launch, each row alone in another kernel shape;
+// qwen3: q/k/v at 48 rows (product by product) vs each row alone (one grouped launch), bitwise.
+static void make_gemm_group(ops_case *c, int size, rng *r) {
+    static const int rows[] = {3, 17, 48}, K[] = {20, 200, 2560}, n[] = {3, 2, 3};
+    static const int N[][BE_GEMM_GROUP_MAX] = {{5, 3, 9}, {77, 16, 0}, {4096, 1024, 1024}};
+    static const char *const wname[] = {"w0", "w1", "w2"}, *const yname[] = {"y0", "y1", "y2"};
+    int k = K[size];
+    c->rows = rows[size];
+    c->p[0] = k;
+    c->p[1] = n[size];
+    ops_fill_bf16(add_buf(c, "x", R_IN, E_BF16, (size_t)c->rows * k, k), (size_t)c->rows * k,
+                  1.0, r);
+    double wn = 0;
+    for (int p = 0; p < n[size]; p++) {
+        c->p[2 + p] = N[size][p];
+        wn += N[size][p];
+        ops_fill_bf16(add_buf(c, wname[p], R_IN, E_BF16, (size_t)N[size][p] * k, 0),
+                      (size_t)N[size][p] * k, 0.05, r);
+    }
+    for (int p = 0; p < n[size]; p++)
+        add_buf(c, yname[p], R_OUT, E_BF16, (size_t)c->rows * N[size][p], N[size][p]);
+    int len = snprintf(c->shape, sizeof c->shape, "%sM=%d K=%d N=", size == QWEN3 ? "q/k/v " : "",
+                       c->rows, k);
+    for (int p = 0; p < n[size]; p++)
+        len += snprintf(c->shape + len, sizeof c->shape - (size_t)len, "%s%d", p ? "+" : "",
+                        N[size][p]);
+    c->flops = 2.0 * c->rows * wn * k;
+    c->bytes = 2.0 * ((double)c->rows * k + wn * k + (double)c->rows * wn);
+}
+
+static int gemm_group_bound(const ops_case *c, int bi, unsigned char *const *twin, size_t count,
+                            double *S, double *extra) {
+    (void)twin;
+    (void)extra;
+    int n = c->p[1], p = bi - 1 - n;
+    if (p < 0) return 0;
+    gemm_S(c->buf[0].host, c->buf[1 + p].host, c->p[0], c->p[2 + p],
+           count / (size_t)c->p[2 + p], S);
+    return 1;
+}
+
+static void run_gemm_group(const sg_backend *be, const ops_case *c, void *const *d, int r0,
+                           int nr) {
+    int K = c->p[0], n = c->p[1], N[BE_GEMM_GROUP_MAX];
+    const bf16 *w[BE_GEMM_GROUP_MAX];
+    bf16 *y[BE_GEMM_GROUP_MAX];
+    for (int p = 0; p < n; p++) {
+        N[p] = c->p[2 + p];
+        w[p] = BF(d, 1 + p);
+        y[p] = BF(d, 1 + n + p) + (size_t)r0 * N[p];
+    }
+    be->gemm_group(be->ctx, BF(d, 0) + (size_t)r0 * K, nr, K, n, w, N, y);
 }
 
 // ---- rmsnorm ----
@@ -714,6 +774,10 @@ const op_def ops_op_defs[] = {
      ORDER_RULE " (fp32 logits), S = sum_k |x*w| in double" ORDER_REASON
                 "; an argmax differing within both values' allowances is a near tie (reported)",
      make_gemm_logits, run_gemm},
+    {"gemm_group", "gemm_group", ORDER(gemm_group_bound),
+     ORDER_RULE " + 1 bf16 ulp per product, as gemm; within the backend each row alone (another "
+                "kernel shape, or the products one by one) must match bitwise",
+     make_gemm_group, run_gemm_group},
     {"rmsnorm", "rmsnorm", EXACT, EXACT_SAME_ORDER " (sequential Σx², IEEE 1/sqrt)", make_rmsnorm,
      run_rmsnorm},
     {"head_norm_rope", "head_norm_rope", EXACT, EXACT_SAME_ORDER, make_rope, run_rope},

@@ -217,6 +217,7 @@ extern "C" int cuda_backend_create(sg_backend **out) {
     be->copy = cu_copy;
     be->embed = cu_embed;
     be->gemm = cu_gemm;
+    be->gemm_group = cu_gemm_group;
     be->rmsnorm = cu_rmsnorm;
     be->head_norm_rope = cu_head_norm_rope;
     be->kv_store = cu_kv_store;

@@ -33,6 +33,8 @@ void *cuda_scratch(cuda_ctx *c, size_t bytes);
 
 // gemm.cu
 void cu_gemm(void *ctx, const bf16 *x, int M, int K, const bf16 *w, int N, void *y, int out_f32);
+void cu_gemm_group(void *ctx, const bf16 *x, int M, int K, int n, const bf16 *const *w,
+                   const int *N, bf16 *const *y);
 
 // norms.cu
 void cu_rmsnorm(void *ctx, const bf16 *x, int M, int D, const bf16 *w, float eps, bf16 *y);

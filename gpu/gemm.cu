@@ -150,6 +150,121 @@ __device__ __forceinline__ void store_out(void *y, int out_f32, int N, int m, in
         static_cast<uint16_t *>(y)[at] = d_f32_to_bf16(v);
 }
 
+// ---- gemm_split: a block per column tile, its warps split K, weights straight into registers ----
+
+constexpr int SPLIT_MAX_WARPS = 8;
+
+// Chunks whose A fragments are loaded together (16 registers of fragments).
+template <int MT, bool HALF>
+__host__ __device__ constexpr int split_a_batch() {
+    return MT == 1 ? (HALF ? 4 : 2) : 1;
+}
+
+// The weights of segment s of columns n0 .. n0 + 7: lane (g, q) holds row n0 + g at
+// k = 256s + 32c + 8q .. + 7 for chunks c = 0 .. 7, zero past N or K (K % 8 == 0).
+__device__ __forceinline__ void split_load(const uint16_t *__restrict__ w, int N, int K, int n0,
+                                           int s, uint4 b[KSEG / KCHUNK]) {
+    const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+#pragma unroll
+    for (int c = 0; c < KSEG / KCHUNK; c++)
+        b[c] = load8<true>(w, n0 + g, N, K, s * KSEG + c * KCHUNK + 8 * q, 1);
+}
+
+// Segment s of the block's tile (rows 0 .. 16·MT - 1) with its weights in b: the mma chain of
+// segment_mma (the same fragment values and order), parked in part[s] ([16·MT][8]).
+template <int MT, bool HALF>
+__device__ __forceinline__ void split_segment(const uint16_t *__restrict__ x, int M, int K, int s,
+                                              const uint4 b[KSEG / KCHUNK], float *part) {
+    constexpr int AB = split_a_batch<MT, HALF>();
+    const int q = threadIdx.x & 3, g = (threadIdx.x & 31) >> 2, k_seg = s * KSEG;
+    const int n_chunks = min(KSEG / KCHUNK, (K - k_seg + KCHUNK - 1) / KCHUNK);
+    float acc[MT][4];
+#pragma unroll
+    for (int i = 0; i < MT; i++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) acc[i][e] = 0.f;
+#pragma unroll
+    for (int c0 = 0; c0 < KSEG / KCHUNK; c0 += AB) {
+        uint4 a[AB][MT][2];
+#pragma unroll
+        for (int c = 0; c < AB; c++)
+#pragma unroll
+            for (int i = 0; i < MT; i++) {
+                const int k = k_seg + (c0 + c) * KCHUNK + 8 * q;
+                a[c][i][0] = load8<false>(x, 16 * i + g, M, K, k, 1);
+                a[c][i][1] = HALF ? make_uint4(0u, 0u, 0u, 0u)
+                                  : load8<false>(x, 16 * i + 8 + g, M, K, k, 1);
+            }
+#pragma unroll
+        for (int c = 0; c < AB; c++) {
+            if (c0 + c >= n_chunks) break; // chunks wholly past K are not issued
+            const uint4 &bb = b[c0 + c];
+#pragma unroll
+            for (int i = 0; i < MT; i++) {
+                const uint4 &lo = a[c][i][0], &hi = a[c][i][1];
+                mma_step(acc[i], lo.x, hi.x, lo.y, hi.y, bb.x, bb.y); // k +0,1 | +2,3
+                mma_step(acc[i], lo.z, hi.z, lo.w, hi.w, bb.z, bb.w); // k +4,5 | +6,7
+            }
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < MT; i++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            part[(size_t)s * 16 * MT * 8 + frag_row(i, e) * 8 + frag_col(0, e)] = acc[i][e];
+}
+
+// The products of one gemm_split launch (backend.h gemm_group; a plain gemm is a group of one):
+// product p has weights w[p] [N[p], K] and output y[p] [M, N[p]]; its column tiles are blocks
+// tile_end[p - 1] .. tile_end[p] - 1 (tile_end[-1] = 0).
+struct split_group {
+    const uint16_t *w[BE_GEMM_GROUP_MAX];
+    void *y[BE_GEMM_GROUP_MAX];
+    int N[BE_GEMM_GROUP_MAX];
+    int tile_end[BE_GEMM_GROUP_MAX];
+    int n;
+};
+
+// Block b computes 8 columns of all rows (M <= 16·MT) of one product of the group: warp w takes
+// segments s = w, w + W, ..., holding the next one's weights in flight (two register sets,
+// alternating) while it computes one, the first one's issued before pdl_wait_primary (weights are
+// immutable); the block then folds the segments in s order. Several blocks share an SM, so one
+// block's fold overlaps the others' streaming. Needs K % 8 == 0 and 16-byte aligned x and w.
+template <int MT, bool HALF>
+__global__ void __launch_bounds__(32 * SPLIT_MAX_WARPS)
+    gemm_split(const uint16_t *__restrict__ x, int M, int K, const split_group G, int out_f32,
+               int S) {
+    constexpr int TE = 16 * MT * 8;
+    extern __shared__ float split_part[]; // [S][16·MT][8]
+    int p = 0;
+    while (p < G.n - 1 && (int)blockIdx.x >= G.tile_end[p]) p++;
+    const uint16_t *__restrict__ w = G.w[p];
+    const int N = G.N[p], n0 = 8 * ((int)blockIdx.x - (p ? G.tile_end[p - 1] : 0));
+    const int W = blockDim.x >> 5;
+    int s = threadIdx.x >> 5;
+    pdl_allow_dependents();
+    uint4 b0[KSEG / KCHUNK], b1[KSEG / KCHUNK];
+    if (s < S) split_load(w, N, K, n0, s, b0);
+    pdl_wait_primary();
+    while (s < S) {
+        if (s + W < S) split_load(w, N, K, n0, s + W, b1);
+        split_segment<MT, HALF>(x, M, K, s, b0, split_part);
+        s += W;
+        if (s >= S) break;
+        if (s + W < S) split_load(w, N, K, n0, s + W, b0);
+        split_segment<MT, HALF>(x, M, K, s, b1, split_part);
+        s += W;
+    }
+    __syncthreads();
+    for (int e = threadIdx.x; e < TE; e += blockDim.x) {
+        const int m = e / 8, n = n0 + e % 8;
+        if (m >= M || n >= N) continue;
+        float v = split_part[e];
+        for (int ss = 1; ss < S; ss++) v = __fadd_rn(v, split_part[ss * TE + e]);
+        store_out(G.y[p], out_f32, N, m, n, v);
+    }
+}
+
 // ---- gemm_stream: weights streamed through a per-warp shared-memory ring (cp.async) ----
 
 constexpr int ST_STAGES = 4;                  // ring stages per warp (ST_STAGES - 1 items ahead)
@@ -404,6 +519,48 @@ bool launch_stream(const cuda_ctx *c, const bf16 *x, int M, int K, const bf16 *w
     return true;
 }
 
+// The most rows gemm_split takes (SG_CUDA_GEMM_SPLIT_MAX_M overrides it, 0 turns it off: for
+// measurement).
+int split_max_m(void) {
+    static int max_m = -1;
+    if (max_m < 0) {
+        const char *env = getenv("SG_CUDA_GEMM_SPLIT_MAX_M");
+        max_m = env && *env ? atoi(env) : 32;
+        if (max_m < 0) max_m = 0;
+        if (max_m > 32) max_m = 32;
+    }
+    return max_m;
+}
+
+// Launches gemm_split for group G when x and w allow 16-byte loads and its shared memory fits;
+// false otherwise.
+template <int MT, bool HALF>
+bool launch_split(const cuda_ctx *c, const bf16 *x, int M, int K, const split_group &G,
+                  int out_f32, int vec, int S) {
+    static int smem_set = 0; // the opt-in above 48 KB, once per instantiation
+    const size_t smem = (size_t)S * 16 * MT * 8 * sizeof(float);
+    if (!vec || M > split_max_m() || smem > (size_t)smem_optin()) return false;
+    if (!smem_set) {
+        CUDA_CHECK(cudaFuncSetAttribute(gemm_split<MT, HALF>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, smem_optin()));
+        smem_set = 1;
+    }
+    // Warps balanced over the rounds of segments (W·rounds >= S).
+    const int rounds = (S + SPLIT_MAX_WARPS - 1) / SPLIT_MAX_WARPS, W = (S + rounds - 1) / rounds;
+    launch_dependent(c, gemm_split<MT, HALF>, dim3((unsigned)G.tile_end[G.n - 1]), 32 * W, smem,
+                     x, M, K, G, out_f32, S);
+    return true;
+}
+
+// gemm_split for the group at its M (false: M or the alignment does not suit it).
+bool launch_split_any(const cuda_ctx *c, const bf16 *x, int M, int K, const split_group &G,
+                      int out_f32, int vec, int S) {
+    if (M <= 8) return launch_split<1, true>(c, x, M, K, G, out_f32, vec, S);
+    if (M <= 16) return launch_split<1, false>(c, x, M, K, G, out_f32, vec, S);
+    if (M <= 32) return launch_split<2, false>(c, x, M, K, G, out_f32, vec, S);
+    return false;
+}
+
 template <int MT, int NT, int CH>
 void launch_fold(const cuda_ctx *c, const bf16 *x, int M, int K, const bf16 *w, int N, void *y,
                  int out_f32, int vec, int S) {
@@ -422,10 +579,36 @@ void cu_gemm(void *ctx, const bf16 *x, int M, int K, const bf16 *w, int N, void 
     const int vec = K % 8 == 0 && (uintptr_t)x % 16 == 0 && (uintptr_t)w % 16 == 0;
     const int S = (K + KSEG - 1) / KSEG;
     // Every path computes identical bits (see the top of this file); the choice is speed.
+    // Few rows: each weight is loaded once, straight into registers, split over K.
+    const split_group G = {{w}, {y}, {N}, {(N + 7) / 8}, 1};
+    if (launch_split_any(c, x, M, K, G, out_f32, vec, S)) return;
     // Up to 256 rows: the weights stream through shared memory once per 16·MT-row tile.
     if (M <= 8 && launch_stream<1, true>(c, x, M, K, w, N, y, out_f32, vec, S)) return;
     if (M > 8 && M <= 16 && launch_stream<1, false>(c, x, M, K, w, N, y, out_f32, vec, S)) return;
     if (M > 16 && M <= 32 && launch_stream<2, false>(c, x, M, K, w, N, y, out_f32, vec, S)) return;
     if (M > 32 && M <= 256 && launch_stream<4, false>(c, x, M, K, w, N, y, out_f32, vec, S)) return;
     launch_fold<4, 2, 1>(c, x, M, K, w, N, y, out_f32, vec, S);
+}
+
+void cu_gemm_group(void *ctx, const bf16 *x, int M, int K, int n, const bf16 *const *w,
+                   const int *N, bf16 *const *y) {
+    cuda_ctx *c = static_cast<cuda_ctx *>(ctx);
+    SG_CHECK(n >= 1 && n <= BE_GEMM_GROUP_MAX, "gemm group of %d products", n);
+    SG_CHECK(M >= 1 && K >= 1, "gemm group shape M %d K %d", M, K);
+    split_group G = {};
+    int vec = K % 8 == 0 && (uintptr_t)x % 16 == 0, tiles = 0;
+    for (int p = 0; p < n; p++) {
+        SG_CHECK(N[p] >= 1, "gemm group product %d: N %d", p, N[p]);
+        vec = vec && (uintptr_t)w[p] % 16 == 0;
+        G.w[p] = w[p];
+        G.y[p] = y[p];
+        G.N[p] = N[p];
+        tiles += (N[p] + 7) / 8;
+        G.tile_end[p] = tiles;
+    }
+    G.n = n;
+    // One launch where gemm_split suits the shape; otherwise the products one by one (the same
+    // bits either way: every kernel computes the order at the top of this file).
+    if (launch_split_any(c, x, M, K, G, 0, vec, (K + KSEG - 1) / KSEG)) return;
+    for (int p = 0; p < n; p++) cu_gemm(ctx, x, M, K, w[p], N[p], y[p], 0);
 }

@@ -66,6 +66,39 @@ START_TEST(test_gemm_vs_fp64) {
 }
 END_TEST
 
+// gemm_group: each product's bits are those of its own gemm call (n = 1, 2, 3; K % 8 != 0).
+START_TEST(test_gemm_group_is_gemms) {
+    const int M = 5, K = 75, N[3] = {37, 8, 3};
+    bf16 *x = tu_random_bf16((size_t)M * K, 1.0, 3), *dx = dev(x, (size_t)M * K * 2);
+    const bf16 *dw[3];
+    bf16 *dy[3], *dref[3];
+    for (int p = 0; p < 3; p++) {
+        bf16 *w = tu_random_bf16((size_t)N[p] * K, 0.1, 4 + p);
+        dw[p] = dev(w, (size_t)N[p] * K * 2);
+        dy[p] = dev(NULL, (size_t)M * N[p] * 2);
+        dref[p] = dev(NULL, (size_t)M * N[p] * 2);
+        be->gemm(be->ctx, dx, M, K, dw[p], N[p], dref[p], 0);
+        free(w);
+    }
+    for (int n = 1; n <= 3; n++) {
+        be->gemm_group(be->ctx, dx, M, K, n, dw, N, dy);
+        for (int p = 0; p < n; p++) {
+            bf16 got[5 * 37], ref[5 * 37];
+            get(got, dy[p], (size_t)M * N[p] * 2);
+            get(ref, dref[p], (size_t)M * N[p] * 2);
+            ck_assert_int_eq(memcmp(got, ref, (size_t)M * N[p] * 2), 0);
+        }
+    }
+    for (int p = 0; p < 3; p++) {
+        dfree((void *)dw[p]);
+        dfree(dy[p]);
+        dfree(dref[p]);
+    }
+    dfree(dx);
+    free(x);
+}
+END_TEST
+
 // Row i computed alone (M = 1) equals, bit for bit, row i computed at any place inside a batch of
 // M rows, for fp32 and bf16 outputs, K not a multiple of 8 and N not a multiple of 4.
 START_TEST(test_gemm_batch_invariance) {
@@ -565,6 +598,7 @@ int main(void) {
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_gemm_vs_fp64);
     tcase_add_test(tc, test_gemm_batch_invariance);
+    tcase_add_test(tc, test_gemm_group_is_gemms);
     tcase_add_test(tc, test_rmsnorm_vs_fp64);
     tcase_add_test(tc, test_head_norm_rope_vs_fp64);
     tcase_add_test(tc, test_attention_vs_fp64);

@@ -28,7 +28,7 @@ static char out[1 << 16];
 START_TEST(test_list_needs_no_gpu) {
     ck_assert_int_eq(tu_run_cli("ops --list", out, sizeof out), 0);
     static const char *ops[] = {
-        "copy",        "embed",        "gemm",      "gemm_logits", "rmsnorm", "head_norm_rope",
+        "copy",        "embed",        "gemm",      "gemm_logits", "gemm_group", "rmsnorm", "head_norm_rope",
         "kv_store",    "attention",    "swiglu",    "add",         "argmax",  "top2",
         "markov_step", "ladder_force", "page_copy", "copy_rows",   "digest",  "digest_bf16"};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
@@ -108,25 +108,26 @@ START_TEST(test_cpu_against_itself) {
     cJSON *root = tu_load_json(json);
     ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(root, "passed")));
     const cJSON *cases = cJSON_GetObjectItem(root, "cases");
-    ck_assert_int_eq(cJSON_GetArraySize(cases), 18);
+    ck_assert_int_eq(cJSON_GetArraySize(cases), 19);
     const cJSON *c0 = cJSON_GetArrayItem(cases, 0);
     ck_assert_str_eq(cJSON_GetObjectItem(c0, "batch_invariance")->valuestring, "ok");
     ck_assert_str_eq(cJSON_GetObjectItem(c0, "guard")->valuestring, "ok");
     ck_assert_str_eq(cJSON_GetObjectItem(c0, "graph_vs_eager")->valuestring, "-"); // no graphs
-    // The order rule's figures for gemm, gemm_logits and markov_step only: 0 against itself.
+    // The order rule's figures for gemm, gemm_logits, gemm_group and markov_step only: 0 against
+    // itself.
     int order_ops = 0;
     for (int i = 0; i < cJSON_GetArraySize(cases); i++) {
         const cJSON *c = cJSON_GetArrayItem(cases, i), *w = cJSON_GetObjectItem(c, "worst_d_over_s");
         const char *op = cJSON_GetObjectItem(c, "op")->valuestring;
         int order = strcmp(op, "gemm") == 0 || strcmp(op, "gemm_logits") == 0 ||
-                    strcmp(op, "markov_step") == 0;
+                    strcmp(op, "gemm_group") == 0 || strcmp(op, "markov_step") == 0;
         ck_assert_msg(order == (w != NULL), "%s: worst_d_over_s %s", op, w ? "present" : "absent");
         if (!w) continue;
         order_ops++;
         ck_assert_double_eq(w->valuedouble, 0);
         ck_assert_double_eq(cJSON_GetObjectItem(c, "tol_rel")->valuedouble, 1e-5);
     }
-    ck_assert_int_eq(order_ops, 3);
+    ck_assert_int_eq(order_ops, 4);
     cJSON_Delete(root);
     FILE *f = fopen(csv, "r");
     ck_assert_ptr_nonnull(f);
@@ -136,7 +137,7 @@ START_TEST(test_cpu_against_itself) {
     int rows = 0;
     while (fgets(line, sizeof line, f)) rows++;
     fclose(f);
-    ck_assert_int_eq(rows, 18);
+    ck_assert_int_eq(rows, 19);
     a->destroy(a);
     b->destroy(b);
 }
@@ -178,6 +179,12 @@ static void digest_drifting(void *ctx, const void *x, int rows, int n, int eb, s
     d[0] ^= calls++; // differs from one call to the next
 }
 
+// A grouped product mixed up: every product takes the first product's weights.
+static void gemm_group_first_weights(void *ctx, const bf16 *x, int M, int K, int n,
+                                     const bf16 *const *w, const int *N, bf16 *const *y) {
+    for (int p = 0; p < n; p++) cpu_ops->gemm(ctx, x, M, K, w[0], N[p], y[p], 0);
+}
+
 static void expect_fault(const char *op, sg_backend *faulty, const char *needle) {
     sg_backend *ref = cpu_backend_create();
     ops_options o = {.op = op, .size = "small", .seed = 3};
@@ -197,6 +204,9 @@ START_TEST(test_catches_faults) {
     expect_fault("gemm", f, "a row alone differs from the row in the batch");
     ck_assert_ptr_nonnull(strstr(out, "first bad element: y[0,0]"));
     f->gemm = cpu_ops->gemm;
+    f->gemm_group = gemm_group_first_weights;
+    expect_fault("gemm_group", f, "first bad element: y1[");
+    f->gemm_group = cpu_ops->gemm_group;
     f->argmax = argmax_ties_high;
     expect_fault("argmax", f, "first bad element: ids[1,0]");
     f->argmax = cpu_ops->argmax;
