@@ -16,8 +16,13 @@
 // other rows cannot change its bits (the bring-up tool checks every prefix M of a 2048-row product
 // and each row alone, bitwise).
 //
-// Two kernels compute that order; the choice (by M, alignment and the shared memory a block may
+// Three kernels compute that order; the choice (by M, alignment and the shared memory a block may
 // have) is speed only:
+//   gemm_split (up to 32 rows, SG_CUDA_GEMM_SPLIT_MAX_M to change or 0 to turn off; K % 8 == 0,
+//     16-byte aligned): a block per 8 columns of y (of one product of a gemm_group), its warps
+//     taking the segments s ≡ warp (mod W) straight from global memory into registers, the next
+//     segment's in flight while one is computed; the block folds the segments in s order. Several
+//     blocks share an SM, so one's fold overlaps the others' loads. No persistent state.
 //   gemm_stream (up to 256 rows, K % 8 == 0, 16-byte aligned): persistent blocks walk tiles of
 //     16·MT rows × 8 columns of y; in a tile the warps take the segments s ≡ warp (mod W), each
 //     warp streaming its weights through a ring of shared-memory stages (cp.async, ST_STAGES - 1
@@ -26,9 +31,9 @@
 //     over K so even a 5 MB matrix fills the GPU.
 //   gemm_fold (everything else): a warp owns a tile and walks every segment itself, folding in
 //     registers. Many rows.
-// Both are launched as programmatic dependents (pdl.h): their blocks may start while the kernel
-// before them finishes, gemm_stream's warps issue their first weight copies (weights are
-// immutable) and only then wait for that kernel's output. A decode step's GEMMs are 5–50 MB each,
+// All are launched as programmatic dependents (pdl.h): their blocks may start while the kernel
+// before them finishes, gemm_split's and gemm_stream's warps issue their first weight loads
+// (weights are immutable) and only then wait for that kernel's output. A decode step's GEMMs are 5–50 MB each,
 // read in microseconds, so hiding each one's launch and first-load latency is a large share of
 // its time.
 #include <stdlib.h>
