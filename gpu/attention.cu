@@ -7,9 +7,9 @@
 //   p[j] = expf(s[j] − mx) / sum (IEEE division),
 //   out[d] = bf16(Σ_j p[j]·v[j][d]), j ascending, one thread per d.
 // Keys (and in pass 3 values) are visited in tiles of ATT_TILE positions staged in shared memory
-// by coalesced warp loads, so no thread waits on a global load per key; the scores are not
-// stored between passes but recomputed (the same arithmetic gives the same bits), so no scratch
-// sized by the context length is needed. Every number depends only on the row's own query, its
+// by coalesced warp loads, so no thread waits on a global load per key; past one tile the scores
+// are not stored between passes but recomputed (the same arithmetic gives the same bits), so no
+// scratch sized by the context length is needed (within one tile each thread keeps its own). Every number depends only on the row's own query, its
 // sequence's K/V at positions 0 .. n_keys-1 and the head geometry: the same for a row alone, in a
 // prefill chunk, a decode, a verify span or a chain span (path invariance, design.md §3). expf is
 // glibc's (device_numerics.h d_expf), so the output equals the CPU twin's bit for bit. A missing
@@ -32,16 +32,44 @@ __device__ __forceinline__ size_t kv_row(const be_paging &pg, int s, int t) {
            ((size_t)pg.n_kv_heads * pg.head_dim);
 }
 
-__global__ void kv_store_k(be_paging pg, uint16_t *k_pages, uint16_t *v_pages,
-                           const int32_t *__restrict__ row_table, const int32_t *__restrict__ pos,
-                           const uint16_t *__restrict__ k, const uint16_t *__restrict__ v) {
+// Block per row. A row of whole 16-byte pieces (at most 8·KV_THREADS·KV_VEC elements, aligned)
+// is loaded before its page is looked up, so the two latencies overlap; other rows go element by
+// element.
+constexpr int KV_THREADS = 128, KV_VEC = 4;
+
+__global__ void __launch_bounds__(KV_THREADS)
+    kv_store_k(be_paging pg, uint16_t *k_pages, uint16_t *v_pages,
+               const int32_t *__restrict__ row_table, const int32_t *__restrict__ pos,
+               const uint16_t *__restrict__ k, const uint16_t *__restrict__ v, int vec) {
     const int i = blockIdx.x;
     const int kvd = pg.n_kv_heads * pg.head_dim;
+    const uint16_t *kr = k + (size_t)i * kvd, *vr = v + (size_t)i * kvd;
+    uint4 kp[KV_VEC], vp[KV_VEC];
+    if (vec)
+#pragma unroll
+        for (int j = 0; j < KV_VEC; j++) {
+            const int d = 8 * (threadIdx.x + j * KV_THREADS);
+            if (d < kvd) {
+                kp[j] = *reinterpret_cast<const uint4 *>(kr + d);
+                vp[j] = *reinterpret_cast<const uint4 *>(vr + d);
+            }
+        }
     if (pos[i] < 0) __trap();
-    size_t at = kv_row(pg, row_table[i], pos[i]);
+    const size_t at = kv_row(pg, row_table[i], pos[i]);
+    if (vec) {
+#pragma unroll
+        for (int j = 0; j < KV_VEC; j++) {
+            const int d = 8 * (threadIdx.x + j * KV_THREADS);
+            if (d < kvd) {
+                *reinterpret_cast<uint4 *>(k_pages + at + d) = kp[j];
+                *reinterpret_cast<uint4 *>(v_pages + at + d) = vp[j];
+            }
+        }
+        return;
+    }
     for (int d = threadIdx.x; d < kvd; d += blockDim.x) {
-        k_pages[at + d] = k[(size_t)i * kvd + d];
-        v_pages[at + d] = v[(size_t)i * kvd + d];
+        k_pages[at + d] = kr[d];
+        v_pages[at + d] = vr[d];
     }
 }
 
@@ -70,6 +98,7 @@ __device__ __forceinline__ void load_tile(const be_paging &pg, const uint16_t *k
 // Score of key r of the staged tile: (q · k) · scale, d ascending.
 __device__ __forceinline__ float score(const float *qs, const uint16_t *kr, int hd, float scale) {
     float dot = 0.f;
+#pragma unroll 8 // the shared-memory reads of 8 steps in flight ahead of the chain
     for (int d = 0; d < hd; d++) dot = d_mac(dot, qs[d], d_bf16_to_f32(kr[d]));
     return __fmul_rn(dot, scale);
 }
@@ -107,8 +136,9 @@ __global__ void __launch_bounds__(ATT_THREADS)
         __syncthreads();
     }
 
-    // Pass 1: the maximum score.
-    float mx = -INFINITY;
+    // Pass 1: the maximum score (one tile: thread t keeps its key's score for the later passes,
+    // the same bits as recomputing it).
+    float mx = -INFINITY, own = 0.f;
     for (int j0 = 0; j0 < nk; j0 += ATT_TILE) {
         int cnt = nk - j0 < ATT_TILE ? nk - j0 : ATT_TILE;
         if (!one_tile) {
@@ -119,6 +149,7 @@ __global__ void __launch_bounds__(ATT_THREADS)
         if (t < cnt) {
             float sc = score(qs, ks + t * stride, hd, scale);
             if (sc > mx) mx = sc;
+            own = sc;
         }
     }
     for (int m = 16; m >= 1; m >>= 1) {
@@ -143,7 +174,8 @@ __global__ void __launch_bounds__(ATT_THREADS)
         __syncthreads();
         if (!one_tile) load_tile(pg, k_pages, v_pages, s, off, j0, cnt, ks, NULL, rowoff);
         __syncthreads();
-        if (t < cnt) ps[t] = d_expf(__fsub_rn(score(qs, ks + t * stride, hd, scale), mx));
+        if (t < cnt)
+            ps[t] = d_expf(__fsub_rn(one_tile ? own : score(qs, ks + t * stride, hd, scale), mx));
         __syncthreads();
         if (t == 0)
             for (int j = 0; j < cnt; j++) sum = __fadd_rn(sum, ps[j]);
@@ -162,8 +194,10 @@ __global__ void __launch_bounds__(ATT_THREADS)
         if (!one_tile) load_tile(pg, k_pages, v_pages, s, off, j0, cnt, ks, vs, rowoff);
         __syncthreads();
         if (t < cnt)
-            ps[t] = __fdiv_rn(d_expf(__fsub_rn(score(qs, ks + t * stride, hd, scale), mx)), sum);
+            ps[t] = __fdiv_rn(
+                d_expf(__fsub_rn(one_tile ? own : score(qs, ks + t * stride, hd, scale), mx)), sum);
         __syncthreads();
+#pragma unroll 4
         for (int j = 0; j < cnt; j++) {
             const uint16_t *vr = vs + j * hd;
             float p = ps[j];
@@ -189,7 +223,12 @@ void cu_kv_store(void *ctx, const be_paging *pg, bf16 *k_pages, bf16 *v_pages,
                  int rows) {
     cuda_ctx *c = static_cast<cuda_ctx *>(ctx);
     if (rows <= 0) return;
-    kv_store_k<<<(unsigned)rows, 128, 0, c->stream>>>(*pg, k_pages, v_pages, row_table, pos, k, v);
+    const int kvd = pg->n_kv_heads * pg->head_dim;
+    const int vec = kvd % 8 == 0 && kvd <= 8 * KV_THREADS * KV_VEC && (uintptr_t)k % 16 == 0 &&
+                    (uintptr_t)v % 16 == 0 && (uintptr_t)k_pages % 16 == 0 &&
+                    (uintptr_t)v_pages % 16 == 0;
+    kv_store_k<<<(unsigned)rows, KV_THREADS, 0, c->stream>>>(*pg, k_pages, v_pages, row_table, pos,
+                                                             k, v, vec);
     CUDA_CHECK_LAUNCH();
 }
 

@@ -3,7 +3,7 @@
 // 8-element groups i / 8 ≡ l mod 32 in ascending i, read in 16-byte loads when the row allows,
 // then the xor-shuffle butterfly 16, 8, 4, 2, 1), then
 // r = 1.0f / sqrtf(ss / D + eps) with IEEE division and square root, and each element rounded at
-// the contract's points. One block (rmsnorm) or one warp (a head) per row: nothing depends on the
+// the contract's points. One block (rmsnorm) per row or one warp per head: nothing depends on the
 // number of rows. rmsnorm's y may alias x (each thread rewrites only what it read). Indices that
 // would be SG_CHECK failures on the CPU (a negative position) trap.
 #include "cuda_internal.h"
@@ -19,7 +19,7 @@ __device__ __forceinline__ float inv_rms_warp(const uint16_t *xr, int D, float e
     const int lane = threadIdx.x & 31;
     float ss = 0.f;
     if (D % 8 == 0 && (uintptr_t)xr % 16 == 0) { // every group whole: one 16-byte load each
-#pragma unroll 4
+#pragma unroll 16 // all of a row's loads in flight together (D <= 4096 in one go)
         for (int i = 8 * lane; i < D; i += 256) {
             const uint4 p = *reinterpret_cast<const uint4 *>(xr + i);
             const uint32_t w4[4] = {p.x, p.y, p.z, p.w};
@@ -40,18 +40,56 @@ __device__ __forceinline__ float inv_rms_warp(const uint16_t *xr, int D, float e
     return __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(ss, (float)D), eps)));
 }
 
+// A row of at most 8·NORM_THREADS·NORM_VEC elements whose pieces are whole 16-byte loads is read
+// in one go: every thread loads its pieces of x and w before anything is written (y may alias x).
+constexpr int NORM_VEC = 4;
+
+__device__ __forceinline__ uint32_t norm_pair(uint32_t x2, uint32_t w2, float r) {
+    uint32_t out = 0;
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const float v = d_bf16_round(__fmul_rn(d_bf16_to_f32((uint16_t)(x2 >> (16 * h))), r));
+        out |= (uint32_t)d_f32_to_bf16(__fmul_rn(v, d_bf16_to_f32((uint16_t)(w2 >> (16 * h)))))
+               << (16 * h);
+    }
+    return out;
+}
+
 __global__ void __launch_bounds__(NORM_THREADS)
     rmsnorm_k(const uint16_t *x, int D, const uint16_t *__restrict__ w, float eps, uint16_t *y) {
     pdl_allow_dependents();
     __shared__ float r_sh;
     const uint16_t *xr = x + (size_t)blockIdx.x * D;
     uint16_t *yr = y + (size_t)blockIdx.x * D;
+    const bool vec = D % 8 == 0 && D <= 8 * NORM_THREADS * NORM_VEC && (uintptr_t)xr % 16 == 0 &&
+                     (uintptr_t)yr % 16 == 0 && (uintptr_t)w % 16 == 0;
+    uint4 xv[NORM_VEC], wv[NORM_VEC];
+    if (vec)
+#pragma unroll
+        for (int j = 0; j < NORM_VEC; j++) {
+            const int i = 8 * (threadIdx.x + j * NORM_THREADS);
+            if (i < D) {
+                xv[j] = *reinterpret_cast<const uint4 *>(xr + i);
+                wv[j] = __ldg(reinterpret_cast<const uint4 *>(w + i));
+            }
+        }
     if (threadIdx.x < 32) {
         const float r = inv_rms_warp(xr, D, eps);
         if (threadIdx.x == 0) r_sh = r;
     }
     __syncthreads();
-    float r = r_sh;
+    const float r = r_sh;
+    if (vec) {
+#pragma unroll
+        for (int j = 0; j < NORM_VEC; j++) {
+            const int i = 8 * (threadIdx.x + j * NORM_THREADS);
+            if (i < D)
+                *reinterpret_cast<uint4 *>(yr + i) =
+                    make_uint4(norm_pair(xv[j].x, wv[j].x, r), norm_pair(xv[j].y, wv[j].y, r),
+                               norm_pair(xv[j].z, wv[j].z, r), norm_pair(xv[j].w, wv[j].w, r));
+        }
+        return;
+    }
     for (int i = threadIdx.x; i < D; i += blockDim.x) {
         float v = d_bf16_round(__fmul_rn(d_bf16_to_f32(xr[i]), r));
         yr[i] = d_f32_to_bf16(__fmul_rn(v, d_bf16_to_f32(w[i])));
@@ -61,7 +99,7 @@ __global__ void __launch_bounds__(NORM_THREADS)
 constexpr int ROPE_WARPS = 8;
 constexpr int ROPE_MAX_HD = 512;
 
-// Block per row, warp per head (heads looped over the warps).
+// Blocks (row, head group), warp per head (ROPE_WARPS heads a block; more heads loop).
 __global__ void __launch_bounds__(ROPE_WARPS * 32)
     head_norm_rope_k(uint16_t *x, int n_heads, int hd, const uint16_t *__restrict__ w, float eps,
                      const uint16_t *__restrict__ cos, const uint16_t *__restrict__ sin,
@@ -74,7 +112,7 @@ __global__ void __launch_bounds__(ROPE_WARPS * 32)
     const int half = hd / 2;
     const uint16_t *cs = cos + (size_t)p * half, *sn = sin + (size_t)p * half;
     float *b = buf[warp];
-    for (int h = warp; h < n_heads; h += ROPE_WARPS) {
+    for (int h = blockIdx.y * ROPE_WARPS + warp; h < n_heads; h += gridDim.y * ROPE_WARPS) {
         uint16_t *xh = x + ((size_t)row * n_heads + h) * hd;
         const float r = inv_rms_warp(xh, hd, eps); // the shuffles order the reads before the writes
         for (int d = lane; d < hd; d += 32) {
@@ -109,7 +147,9 @@ void cu_head_norm_rope(void *ctx, bf16 *x, int rows, int n_heads, int head_dim, 
     SG_CHECK(rows >= 1 && n_heads >= 1, "head_norm_rope rows %d heads %d", rows, n_heads);
     SG_CHECK(head_dim >= 2 && head_dim % 2 == 0 && head_dim <= ROPE_MAX_HD,
              "head_norm_rope head_dim %d (even, at most %d on CUDA)", head_dim, ROPE_MAX_HD);
-    head_norm_rope_k<<<(unsigned)rows, ROPE_WARPS * 32, 0, c->stream>>>(x, n_heads, head_dim, w,
-                                                                        eps, cos, sin, pos);
+    const unsigned groups = (unsigned)((n_heads + ROPE_WARPS - 1) / ROPE_WARPS);
+    SG_CHECK(groups <= 65535, "head_norm_rope heads %d beyond the grid", n_heads);
+    head_norm_rope_k<<<dim3((unsigned)rows, groups), ROPE_WARPS * 32, 0, c->stream>>>(
+        x, n_heads, head_dim, w, eps, cos, sin, pos);
     CUDA_CHECK_LAUNCH();
 }
