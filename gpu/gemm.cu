@@ -155,6 +155,34 @@ __device__ __forceinline__ void store_out(void *y, int out_f32, int N, int m, in
         static_cast<uint16_t *>(y)[at] = d_f32_to_bf16(v);
 }
 
+// A fragments of chunks c0 .. c0 + AB - 1 of segment k_seg, rows m0 + 16i + g and + 8 (HALF:
+// those are past M and zero, not loaded); zero past M or K. All loads in flight together.
+template <int AB, int MT, bool HALF>
+__device__ __forceinline__ void load_a_batch(const uint16_t *__restrict__ x, int M, int K, int m0,
+                                             int k_seg, int c0, uint4 a[AB][MT][2]) {
+    const int g = (threadIdx.x & 31) >> 2, q = threadIdx.x & 3;
+#pragma unroll
+    for (int c = 0; c < AB; c++)
+#pragma unroll
+        for (int i = 0; i < MT; i++) {
+            const int k = k_seg + (c0 + c) * KCHUNK + 8 * q;
+            a[c][i][0] = load8<false>(x, m0 + 16 * i + g, M, K, k, 1);
+            a[c][i][1] = HALF ? make_uint4(0u, 0u, 0u, 0u)
+                              : load8<false>(x, m0 + 16 * i + 8 + g, M, K, k, 1);
+        }
+}
+
+// One chunk of the mma chain: acc[i] += the chunk's two k-steps of a[i] (rows) · bb (columns).
+template <int MT>
+__device__ __forceinline__ void mma_chunk(float acc[MT][4], const uint4 a[MT][2], const uint4 &bb) {
+#pragma unroll
+    for (int i = 0; i < MT; i++) {
+        const uint4 &lo = a[i][0], &hi = a[i][1];
+        mma_step(acc[i], lo.x, hi.x, lo.y, hi.y, bb.x, bb.y); // k +0,1 | +2,3
+        mma_step(acc[i], lo.z, hi.z, lo.w, hi.w, bb.z, bb.w); // k +4,5 | +6,7
+    }
+}
+
 // ---- gemm_split: a block per column tile, its warps split K, weights straight into registers ----
 
 constexpr int SPLIT_MAX_WARPS = 8;
@@ -181,7 +209,7 @@ template <int MT, bool HALF>
 __device__ __forceinline__ void split_segment(const uint16_t *__restrict__ x, int M, int K, int s,
                                               const uint4 b[KSEG / KCHUNK], float *part) {
     constexpr int AB = split_a_batch<MT, HALF>();
-    const int q = threadIdx.x & 3, g = (threadIdx.x & 31) >> 2, k_seg = s * KSEG;
+    const int k_seg = s * KSEG;
     const int n_chunks = min(KSEG / KCHUNK, (K - k_seg + KCHUNK - 1) / KCHUNK);
     float acc[MT][4];
 #pragma unroll
@@ -191,25 +219,11 @@ __device__ __forceinline__ void split_segment(const uint16_t *__restrict__ x, in
 #pragma unroll
     for (int c0 = 0; c0 < KSEG / KCHUNK; c0 += AB) {
         uint4 a[AB][MT][2];
-#pragma unroll
-        for (int c = 0; c < AB; c++)
-#pragma unroll
-            for (int i = 0; i < MT; i++) {
-                const int k = k_seg + (c0 + c) * KCHUNK + 8 * q;
-                a[c][i][0] = load8<false>(x, 16 * i + g, M, K, k, 1);
-                a[c][i][1] = HALF ? make_uint4(0u, 0u, 0u, 0u)
-                                  : load8<false>(x, 16 * i + 8 + g, M, K, k, 1);
-            }
+        load_a_batch<AB, MT, HALF>(x, M, K, 0, k_seg, c0, a);
 #pragma unroll
         for (int c = 0; c < AB; c++) {
             if (c0 + c >= n_chunks) break; // chunks wholly past K are not issued
-            const uint4 &bb = b[c0 + c];
-#pragma unroll
-            for (int i = 0; i < MT; i++) {
-                const uint4 &lo = a[c][i][0], &hi = a[c][i][1];
-                mma_step(acc[i], lo.x, hi.x, lo.y, hi.y, bb.x, bb.y); // k +0,1 | +2,3
-                mma_step(acc[i], lo.z, hi.z, lo.w, hi.w, bb.z, bb.w); // k +4,5 | +6,7
-            }
+            mma_chunk<MT>(acc, a[c], b[c0 + c]);
         }
     }
 #pragma unroll
@@ -373,15 +387,7 @@ __global__ void __launch_bounds__(32 * ST_MAX_WARPS)
                 // A fragments of ST_A_BATCH chunks, all loads in flight together (zero past K
                 // without a load); the first batch's before the wait for the ring stage.
                 uint4 a[ST_A_BATCH][MT][2];
-#pragma unroll
-                for (int c = 0; c < ST_A_BATCH; c++)
-#pragma unroll
-                    for (int i = 0; i < MT; i++) {
-                        const int k = k_seg + (c0 + c) * KCHUNK + 8 * q;
-                        a[c][i][0] = load8<false>(x, m0 + 16 * i + g, M, K, k, 1);
-                        a[c][i][1] = HALF ? make_uint4(0u, 0u, 0u, 0u)
-                                          : load8<false>(x, m0 + 16 * i + 8 + g, M, K, k, 1);
-                    }
+                load_a_batch<ST_A_BATCH, MT, HALF>(x, M, K, m0, k_seg, c0, a);
                 if (c0 == 0) {
                     cp_async_wait<ST_STAGES - 1>(); // item `item` has landed
                     __syncwarp();
@@ -389,14 +395,9 @@ __global__ void __launch_bounds__(32 * ST_MAX_WARPS)
 #pragma unroll
                 for (int c = 0; c < ST_A_BATCH; c++) {
                     if (c0 + c >= n_chunks) break; // chunks wholly past K are not issued
-                    const uint4 bb = *reinterpret_cast<const uint4 *>(stage + g * ST_ROW +
-                                                                      (c0 + c) * 64 + q * 16);
-#pragma unroll
-                    for (int i = 0; i < MT; i++) {
-                        const uint4 &lo = a[c][i][0], &hi = a[c][i][1];
-                        mma_step(acc[i], lo.x, hi.x, lo.y, hi.y, bb.x, bb.y); // k +0,1 | +2,3
-                        mma_step(acc[i], lo.z, hi.z, lo.w, hi.w, bb.z, bb.w); // k +4,5 | +6,7
-                    }
+                    mma_chunk<MT>(acc, a[c],
+                                  *reinterpret_cast<const uint4 *>(stage + g * ST_ROW +
+                                                                   (c0 + c) * 64 + q * 16));
                 }
             }
             __syncwarp(); // the stage is refilled by a later issue
