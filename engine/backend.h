@@ -84,6 +84,12 @@ struct sg_backend {
     // r = 1.0f / sqrtf(ss / D + eps); y[i] = bf16(bf16(x[i]·r) · w[i]).  w [D]; y may alias x.
     void (*rmsnorm)(void *ctx, const bf16 *x, int M, int D, const bf16 *w, float eps, bf16 *y);
 
+    // add then rmsnorm in one pass (a layer's residual add and the next norm): h += x as add
+    // (h, x [M, D]), then y = rmsnorm(h) of the updated h: exactly the bits of the two calls.
+    // y may alias x, not h.
+    void (*add_rmsnorm)(void *ctx, bf16 *h, const bf16 *x, int M, int D, const bf16 *w, float eps,
+                        bf16 *y);
+
     // In place on x [rows, n_heads*head_dim]: every head RMSNorm'd as rmsnorm with w [head_dim],
     // then rotate-half RoPE at pos[i] with c = cos[pos][d], s = sin[pos][d] (d < head_dim/2;
     // tables [max_pos, head_dim/2] bf16 from common/rope.h):

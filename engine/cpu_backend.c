@@ -286,6 +286,12 @@ static void cpu_add(void *ctx, bf16 *h, const bf16 *x, size_t n) {
     for (size_t i = 0; i < n; i++) h[i] = f32_to_bf16(bf16_to_f32(h[i]) + bf16_to_f32(x[i]));
 }
 
+static void cpu_add_rmsnorm(void *ctx, bf16 *h, const bf16 *x, int M, int D, const bf16 *w,
+                            float eps, bf16 *y) {
+    cpu_add(ctx, h, x, (size_t)M * D);
+    cpu_rmsnorm(ctx, h, M, D, w, eps, y);
+}
+
 // ---- selection ----
 
 // Exact top-2 of x [n]: value descending, then id ascending. Returns 0 on a NaN or Inf.
@@ -454,6 +460,7 @@ sg_backend *cpu_backend_create(void) {
     be->gemm = cpu_gemm;
     be->gemm_group = cpu_gemm_group;
     be->rmsnorm = cpu_rmsnorm;
+    be->add_rmsnorm = cpu_add_rmsnorm;
     be->head_norm_rope = cpu_head_norm_rope;
     be->kv_store = cpu_kv_store;
     be->attention = cpu_attention;

@@ -273,20 +273,30 @@ void fwd_stage_draft(fwd_work *w, const fwd_drafter *d, int n_req, const int *ct
 
 // ---- forwards ----
 
-// The MLP half of a layer on rows of the residual stream h [rows, H], x as scratch:
-// h += down(swiglu(gate(n), up(n))) with n = RMSNorm(h, post_norm).
+// The MLP half of a layer on rows of the residual stream h [rows, H]; x holds the attention
+// half's output on entry: h += x, then x = down(swiglu(gate(n), up(n))) with n = RMSNorm(h,
+// post_norm). The caller adds x to h (end_layer).
 static void mlp_block(const sg_backend *be, const fwd_layer *lw, const qwen3_config *c,
                       fwd_work *w, bf16 *h, bf16 *x, int rows) {
     void *ctx = be->ctx;
     int H = c->hidden_size, I = c->intermediate_size;
-    be->rmsnorm(ctx, h, rows, H, lw->post_norm, c->rms_norm_eps, x);
+    be->add_rmsnorm(ctx, h, x, rows, H, lw->post_norm, c->rms_norm_eps, x);
     const bf16 *wgu[] = {lw->w_gate, lw->w_up};
     const int ngu[] = {I, I};
     bf16 *const ygu[] = {w->gate, w->up};
     be->gemm_group(ctx, x, rows, H, 2, wgu, ngu, ygu);
     be->swiglu(ctx, w->gate, w->up, (size_t)rows * I, w->gate);
     be->gemm(ctx, w->gate, rows, I, lw->w_down, H, x, 0);
-    be->add(ctx, h, x, (size_t)rows * H);
+}
+
+// A layer's last residual add, h += x, fused with the norm that reads h next when there is one
+// (next_norm: x = RMSNorm(h, next_norm)).
+static void end_layer(const sg_backend *be, bf16 *h, bf16 *x, int rows, int H,
+                      const bf16 *next_norm, float eps) {
+    if (next_norm)
+        be->add_rmsnorm(be->ctx, h, x, rows, H, next_norm, eps, x);
+    else
+        be->add(be->ctx, h, x, (size_t)rows * H);
 }
 
 void fwd_target_forward(const fwd_target *t, fwd_work *w, kv_cache *kc, const fwd_batch *b,
@@ -306,11 +316,13 @@ void fwd_target_forward(const fwd_target *t, fwd_work *w, kv_cache *kc, const fw
     be_paging pg = kv_cache_paging(kc, nKV, hd);
     size_t tap_stride = (size_t)t->n_taps * H * sizeof(bf16);
 
+    int L = c->num_hidden_layers;
     be->embed(ctx, t->embed, H, b->tokens, rows, w->h);
-    for (int l = 0; l < c->num_hidden_layers; l++) {
+    be->rmsnorm(ctx, w->h, rows, H, t->layers[0].input_norm, eps, w->x);
+    for (int l = 0; l < L; l++) {
         const fwd_layer *lw = &t->layers[l];
         bf16 *Kl = kv_cache_k(kc, l), *Vl = kv_cache_v(kc, l);
-        be->rmsnorm(ctx, w->h, rows, H, lw->input_norm, eps, w->x);
+        // x = RMSNorm(h, input_norm) here (before the loop, or by the last layer's end_layer)
         const bf16 *wqkv[] = {lw->wq, lw->wk, lw->wv};
         const int nqkv[] = {qd, kvd, kvd};
         bf16 *const yqkv[] = {w->q, w->k, w->v};
@@ -322,8 +334,8 @@ void fwd_target_forward(const fwd_target *t, fwd_work *w, kv_cache *kc, const fw
         be->kv_store(ctx, &pg, Kl, Vl, b->row_table, b->pos, w->k, w->v, rows);
         be->attention(ctx, &pg, Kl, Vl, b->row_table, b->n_keys, w->q, rows, nH, w->att);
         be->gemm(ctx, w->att, rows, qd, lw->wo, H, w->x, 0);
-        be->add(ctx, w->h, w->x, (size_t)rows * H);
         mlp_block(be, lw, c, w, w->h, w->x, rows);
+        end_layer(be, w->h, w->x, rows, H, l + 1 < L ? t->layers[l + 1].input_norm : NULL, eps);
         for (int j = 0; taps && j < t->n_taps; j++)
             if (t->tap_ids[j] == l)
                 be->copy_rows(ctx, taps + (size_t)j * H, tap_stride, NULL, w->h,
@@ -360,12 +372,15 @@ void fwd_drafter_forward(const fwd_drafter *d, fwd_work *w, kv_cache *kc,
         be->gemm(ctx, b->ctx_taps, nc, d->cfg.n_taps * H, d->fc, H, w->x, 0);
         be->rmsnorm(ctx, w->x, nc, H, d->hidden_norm, eps, w->x);
     }
-    if (nb > 0) be->embed(ctx, d->target->embed, H, b->blk_tokens, nb, w->h);
-    for (int l = 0; l < a->num_hidden_layers; l++) {
+    int L = a->num_hidden_layers;
+    if (nb > 0) {
+        be->embed(ctx, d->target->embed, H, b->blk_tokens, nb, w->h);
+        be->rmsnorm(ctx, w->h, nb, H, d->layers[0].input_norm, eps, xb);
+    }
+    for (int l = 0; l < L; l++) {
         const fwd_layer *lw = &d->layers[l];
         bf16 *Kl = kv_cache_k(kc, l), *Vl = kv_cache_v(kc, l);
-        if (nb > 0) {
-            be->rmsnorm(ctx, w->h, nb, H, lw->input_norm, eps, xb);
+        if (nb > 0) { // xb = RMSNorm(h, input_norm) here (before the loop or by end_layer)
             be->gemm(ctx, xb, nb, H, lw->wq, qd, w->q, 0);
             be->head_norm_rope(ctx, w->q, nb, nH, hd, lw->q_norm, eps, d->rope_cos, d->rope_sin,
                                blk_pos);
@@ -381,11 +396,12 @@ void fwd_drafter_forward(const fwd_drafter *d, fwd_work *w, kv_cache *kc,
         if (nb == 0) continue;
         be->attention(ctx, &pg, Kl, Vl, blk_table, b->n_keys, w->q, nb, nH, w->att);
         be->gemm(ctx, w->att, nb, qd, lw->wo, H, xb, 0);
-        be->add(ctx, w->h, xb, (size_t)nb * H);
         mlp_block(be, lw, a, w, w->h, xb, nb);
+        // the next layer's input norm, or the final norm after the last layer
+        end_layer(be, w->h, xb, nb, H, l + 1 < L ? d->layers[l + 1].input_norm : d->final_norm,
+                  eps);
     }
     if (nb == 0) return;
-    be->rmsnorm(ctx, w->h, nb, H, d->final_norm, eps, xb);
     if (hidden) be->copy(ctx, hidden, xb, (size_t)nb * H * sizeof(bf16));
     be->gemm(ctx, xb, nb, H, d->target->lm_head, V, U, 1);
 }

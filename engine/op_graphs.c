@@ -21,6 +21,7 @@ enum {
     OP_GEMM,
     OP_GEMM_GROUP,
     OP_RMSNORM,
+    OP_ADD_RMSNORM,
     OP_HEAD_NORM_ROPE,
     OP_KV_STORE,
     OP_ATTENTION,
@@ -54,6 +55,9 @@ typedef struct { // unused entries NULL / 0 (records are compared bytewise)
     bf16 *y[BE_GEMM_GROUP_MAX];
 } r_gemm_group;
 typedef struct { const bf16 *x; int64_t M, D; const bf16 *w; double eps; bf16 *y; } r_rmsnorm;
+typedef struct {
+    bf16 *h; const bf16 *x; int64_t M, D; const bf16 *w; double eps; bf16 *y;
+} r_add_rmsnorm;
 typedef struct {
     bf16 *x; int64_t rows, n_heads, head_dim; const bf16 *w; double eps;
     const bf16 *cos, *sin; const int32_t *pos;
@@ -96,7 +100,8 @@ typedef struct {
 static const size_t rec_bytes[OP_COUNT] = {
     [OP_COPY] = sizeof(r_copy), [OP_EMBED] = sizeof(r_embed), [OP_GEMM] = sizeof(r_gemm),
     [OP_GEMM_GROUP] = sizeof(r_gemm_group),
-    [OP_RMSNORM] = sizeof(r_rmsnorm), [OP_HEAD_NORM_ROPE] = sizeof(r_head_norm_rope),
+    [OP_RMSNORM] = sizeof(r_rmsnorm), [OP_ADD_RMSNORM] = sizeof(r_add_rmsnorm),
+    [OP_HEAD_NORM_ROPE] = sizeof(r_head_norm_rope),
     [OP_KV_STORE] = sizeof(r_kv_store), [OP_ATTENTION] = sizeof(r_attention),
     [OP_SWIGLU] = sizeof(r_swiglu), [OP_ADD] = sizeof(r_add), [OP_ARGMAX] = sizeof(r_argmax),
     [OP_TOP2] = sizeof(r_top2), [OP_MARKOV_STEP] = sizeof(r_markov_step),
@@ -204,6 +209,11 @@ static void run_rec(const sg_backend *b, int op, const void *a) {
     case OP_RMSNORM: {
         const r_rmsnorm *r = a;
         b->rmsnorm(c, r->x, (int)r->M, (int)r->D, r->w, (float)r->eps, r->y);
+        break;
+    }
+    case OP_ADD_RMSNORM: {
+        const r_add_rmsnorm *r = a;
+        b->add_rmsnorm(c, r->h, r->x, (int)r->M, (int)r->D, r->w, (float)r->eps, r->y);
         break;
     }
     case OP_HEAD_NORM_ROPE: {
@@ -421,6 +431,11 @@ static void og_rmsnorm(void *ctx, const bf16 *x, int M, int D, const bf16 *w, fl
     *(r_rmsnorm *)push(ctx, OP_RMSNORM) = (r_rmsnorm){x, M, D, w, eps, y};
 }
 
+static void og_add_rmsnorm(void *ctx, bf16 *h, const bf16 *x, int M, int D, const bf16 *w,
+                           float eps, bf16 *y) {
+    *(r_add_rmsnorm *)push(ctx, OP_ADD_RMSNORM) = (r_add_rmsnorm){h, x, M, D, w, eps, y};
+}
+
 static void og_head_norm_rope(void *ctx, bf16 *x, int rows, int n_heads, int head_dim,
                               const bf16 *w, float eps, const bf16 *cos, const bf16 *sin,
                               const int32_t *pos) {
@@ -528,6 +543,7 @@ int op_graphs_wrap(const sg_backend *inner, sg_backend **out) {
     b->gemm = og_gemm;
     b->gemm_group = og_gemm_group;
     b->rmsnorm = og_rmsnorm;
+    b->add_rmsnorm = og_add_rmsnorm;
     b->head_norm_rope = og_head_norm_rope;
     b->kv_store = og_kv_store;
     b->attention = og_attention;

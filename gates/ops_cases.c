@@ -285,6 +285,33 @@ static void run_rmsnorm(const sg_backend *be, const ops_case *c, void *const *d,
     be->rmsnorm(be->ctx, x, nr, D, BF(d, 1), c->eps, c->p[1] ? x : BF(d, 2) + (size_t)r0 * D);
 }
 
+// ---- add_rmsnorm ----
+
+// p: D, y aliases x. Buffers: h (in place), x, w, y. tiny: D % 8 != 0 (element by element);
+// small: y over x; qwen3: the 16-byte path.
+static void make_add_rmsnorm(ops_case *c, int size, rng *r) {
+    static const int rows[] = {3, 9, 33}, D[] = {12, 3000, 2560};
+    c->rows = rows[size];
+    int n = D[size];
+    c->p[0] = n;
+    c->p[1] = size == SMALL; // y aliases x (the engine writes the norm over the layer's output)
+    c->eps = 1e-6f;
+    size_t all = (size_t)c->rows * n;
+    ops_fill_bf16(add_buf(c, "h", R_INOUT, E_BF16, all, n), all, 3.0, r);
+    ops_fill_bf16(add_buf(c, "x", c->p[1] ? R_INOUT : R_IN, E_BF16, all, n), all, 1.0, r);
+    ops_fill_bf16(add_buf(c, "w", R_IN, E_BF16, n, 0), n, 1.5, r);
+    if (!c->p[1]) add_buf(c, "y", R_OUT, E_BF16, all, n);
+    snprintf(c->shape, sizeof c->shape, "rows=%d D=%d%s", c->rows, n, c->p[1] ? " y over x" : "");
+    c->bytes = 8.0 * c->rows * n;
+}
+static void run_add_rmsnorm(const sg_backend *be, const ops_case *c, void *const *d, int r0,
+                            int nr) {
+    int D = c->p[0];
+    bf16 *x = BF(d, 1) + (size_t)r0 * D;
+    be->add_rmsnorm(be->ctx, BF(d, 0) + (size_t)r0 * D, x, nr, D, BF(d, 2), c->eps,
+                    c->p[1] ? x : BF(d, 3) + (size_t)r0 * D);
+}
+
 // ---- head_norm_rope ----
 
 // p: n_heads, head_dim, max_pos.
@@ -780,6 +807,9 @@ const op_def ops_op_defs[] = {
      make_gemm_group, run_gemm_group},
     {"rmsnorm", "rmsnorm", EXACT, EXACT_SAME_ORDER " (sequential Σx², IEEE 1/sqrt)", make_rmsnorm,
      run_rmsnorm},
+    {"add_rmsnorm", "add_rmsnorm", EXACT,
+     EXACT_SAME_ORDER " (add's rounding, then rmsnorm's: the bits of the two ops)",
+     make_add_rmsnorm, run_add_rmsnorm},
     {"head_norm_rope", "head_norm_rope", EXACT, EXACT_SAME_ORDER, make_rope, run_rope},
     {"kv_store", "kv_store", EXACT, "rows are moved into pages: bitwise equal", make_kv_store,
      run_kv_store},

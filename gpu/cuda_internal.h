@@ -38,6 +38,8 @@ void cu_gemm_group(void *ctx, const bf16 *x, int M, int K, int n, const bf16 *co
 
 // norms.cu
 void cu_rmsnorm(void *ctx, const bf16 *x, int M, int D, const bf16 *w, float eps, bf16 *y);
+void cu_add_rmsnorm(void *ctx, bf16 *h, const bf16 *x, int M, int D, const bf16 *w, float eps,
+                    bf16 *y);
 void cu_head_norm_rope(void *ctx, bf16 *x, int rows, int n_heads, int head_dim, const bf16 *w,
                        float eps, const bf16 *cos, const bf16 *sin, const int32_t *pos);
 

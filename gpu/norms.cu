@@ -1,11 +1,12 @@
-// gpu/norms.cu: rmsnorm and the per-head norm + rotate-half RoPE (backend.h), bit for bit the CPU
-// twin's: the sum of squares in backend.h's 32-lane order (lane l of one warp adds x[i]² for the
-// 8-element groups i / 8 ≡ l mod 32 in ascending i, read in 16-byte loads when the row allows,
-// then the xor-shuffle butterfly 16, 8, 4, 2, 1), then
+// gpu/norms.cu: rmsnorm, add_rmsnorm and the per-head norm + rotate-half RoPE (backend.h), bit for
+// bit the CPU twin's: the sum of squares in backend.h's 32-lane order (lane l of one warp adds
+// x[i]² for the 8-element groups i / 8 ≡ l mod 32 in ascending i, read in 16-byte loads when the
+// row allows, then the xor-shuffle butterfly 16, 8, 4, 2, 1), then
 // r = 1.0f / sqrtf(ss / D + eps) with IEEE division and square root, and each element rounded at
-// the contract's points. One block (rmsnorm) per row or one warp per head: nothing depends on the
-// number of rows. rmsnorm's y may alias x (each thread rewrites only what it read). Indices that
-// would be SG_CHECK failures on the CPU (a negative position) trap.
+// the contract's points; add_rmsnorm first rounds h + x as add does. One block per row (rmsnorm,
+// add_rmsnorm) or one warp per head: nothing depends on the number of rows. y may alias x (every
+// read of x precedes the barrier before the first write of y). Indices that would be SG_CHECK
+// failures on the CPU (a negative position) trap.
 #include "cuda_internal.h"
 #include "device_numerics.h"
 #include "pdl.h"
@@ -43,6 +44,7 @@ __device__ __forceinline__ float inv_rms_warp(const uint16_t *xr, int D, float e
 // A row of at most 8·NORM_THREADS·NORM_VEC elements whose pieces are whole 16-byte loads is read
 // in one go: every thread loads its pieces of x and w before anything is written (y may alias x).
 constexpr int NORM_VEC = 4;
+constexpr size_t ADD_NORM_MAX_SMEM = 48 << 10; // add_rmsnorm's staged row without an opt-in
 
 __device__ __forceinline__ uint32_t norm_pair(uint32_t x2, uint32_t w2, float r) {
     uint32_t out = 0;
@@ -55,26 +57,66 @@ __device__ __forceinline__ uint32_t norm_pair(uint32_t x2, uint32_t w2, float r)
     return out;
 }
 
+// 8 bf16 sums h + x, each rounded as the add op.
+__device__ __forceinline__ uint4 add8(uint4 h, uint4 x) {
+    const uint32_t hw[4] = {h.x, h.y, h.z, h.w}, xw[4] = {x.x, x.y, x.z, x.w};
+    uint32_t o[4];
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        o[j] = 0;
+#pragma unroll
+        for (int k = 0; k < 2; k++)
+            o[j] |= (uint32_t)d_f32_to_bf16(
+                        __fadd_rn(d_bf16_to_f32((uint16_t)(hw[j] >> (16 * k))),
+                                  d_bf16_to_f32((uint16_t)(xw[j] >> (16 * k)))))
+                    << (16 * k);
+    }
+    return make_uint4(o[0], o[1], o[2], o[3]);
+}
+
+// Block per row. ADD (add_rmsnorm): the row is h + x (add's rounding), written back to h and
+// staged in shared memory (row_sh [D]) for the sum of squares; otherwise the row is x (h unused).
+// y may alias x: every read of x comes before the barrier that precedes the first write of y.
+template <bool ADD>
 __global__ void __launch_bounds__(NORM_THREADS)
-    rmsnorm_k(const uint16_t *x, int D, const uint16_t *__restrict__ w, float eps, uint16_t *y) {
+    rmsnorm_k(uint16_t *h, const uint16_t *x, int D, const uint16_t *__restrict__ w, float eps,
+              uint16_t *y) {
     pdl_allow_dependents();
+    extern __shared__ __align__(16) uint16_t row_sh[];
     __shared__ float r_sh;
-    const uint16_t *xr = x + (size_t)blockIdx.x * D;
-    uint16_t *yr = y + (size_t)blockIdx.x * D;
+    const size_t off = (size_t)blockIdx.x * D;
+    const uint16_t *xr = x + off;
+    uint16_t *yr = y + off, *hr = ADD ? h + off : nullptr;
     const bool vec = D % 8 == 0 && D <= 8 * NORM_THREADS * NORM_VEC && (uintptr_t)xr % 16 == 0 &&
-                     (uintptr_t)yr % 16 == 0 && (uintptr_t)w % 16 == 0;
+                     (uintptr_t)yr % 16 == 0 && (uintptr_t)w % 16 == 0 &&
+                     (!ADD || (uintptr_t)hr % 16 == 0);
     uint4 xv[NORM_VEC], wv[NORM_VEC];
-    if (vec)
+    if (vec) {
 #pragma unroll
         for (int j = 0; j < NORM_VEC; j++) {
             const int i = 8 * (threadIdx.x + j * NORM_THREADS);
             if (i < D) {
                 xv[j] = *reinterpret_cast<const uint4 *>(xr + i);
                 wv[j] = __ldg(reinterpret_cast<const uint4 *>(w + i));
+                if (ADD) {
+                    xv[j] = add8(*reinterpret_cast<const uint4 *>(hr + i), xv[j]);
+                    *reinterpret_cast<uint4 *>(hr + i) = xv[j];
+                    *reinterpret_cast<uint4 *>(row_sh + i) = xv[j];
+                }
             }
         }
+    } else if (ADD) {
+        for (int i = threadIdx.x; i < D; i += blockDim.x) {
+            const uint16_t v =
+                d_f32_to_bf16(__fadd_rn(d_bf16_to_f32(hr[i]), d_bf16_to_f32(xr[i])));
+            hr[i] = v;
+            row_sh[i] = v;
+        }
+    }
+    if (ADD) __syncthreads();
+    const uint16_t *row = ADD ? row_sh : xr;
     if (threadIdx.x < 32) {
-        const float r = inv_rms_warp(xr, D, eps);
+        const float r = inv_rms_warp(row, D, eps);
         if (threadIdx.x == 0) r_sh = r;
     }
     __syncthreads();
@@ -91,7 +133,7 @@ __global__ void __launch_bounds__(NORM_THREADS)
         return;
     }
     for (int i = threadIdx.x; i < D; i += blockDim.x) {
-        float v = d_bf16_round(__fmul_rn(d_bf16_to_f32(xr[i]), r));
+        float v = d_bf16_round(__fmul_rn(d_bf16_to_f32(row[i]), r));
         yr[i] = d_f32_to_bf16(__fmul_rn(v, d_bf16_to_f32(w[i])));
     }
 }
@@ -137,7 +179,21 @@ __global__ void __launch_bounds__(ROPE_WARPS * 32)
 void cu_rmsnorm(void *ctx, const bf16 *x, int M, int D, const bf16 *w, float eps, bf16 *y) {
     cuda_ctx *c = static_cast<cuda_ctx *>(ctx);
     SG_CHECK(M >= 1 && D >= 1, "rmsnorm shape M %d D %d", M, D);
-    rmsnorm_k<<<(unsigned)M, NORM_THREADS, 0, c->stream>>>(x, D, w, eps, y);
+    rmsnorm_k<false><<<(unsigned)M, NORM_THREADS, 0, c->stream>>>(NULL, x, D, w, eps, y);
+    CUDA_CHECK_LAUNCH();
+}
+
+void cu_add_rmsnorm(void *ctx, bf16 *h, const bf16 *x, int M, int D, const bf16 *w, float eps,
+                    bf16 *y) {
+    cuda_ctx *c = static_cast<cuda_ctx *>(ctx);
+    SG_CHECK(M >= 1 && D >= 1, "add_rmsnorm shape M %d D %d", M, D);
+    const size_t smem = (size_t)D * sizeof(bf16);
+    if (smem > ADD_NORM_MAX_SMEM) { // a row too long to stage: the two ops (the same bits)
+        cu_add(ctx, h, x, (size_t)M * D);
+        cu_rmsnorm(ctx, h, M, D, w, eps, y);
+        return;
+    }
+    rmsnorm_k<true><<<(unsigned)M, NORM_THREADS, smem, c->stream>>>(h, x, D, w, eps, y);
     CUDA_CHECK_LAUNCH();
 }
 

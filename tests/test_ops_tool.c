@@ -28,9 +28,10 @@ static char out[1 << 16];
 START_TEST(test_list_needs_no_gpu) {
     ck_assert_int_eq(tu_run_cli("ops --list", out, sizeof out), 0);
     static const char *ops[] = {
-        "copy",        "embed",        "gemm",      "gemm_logits", "gemm_group", "rmsnorm", "head_norm_rope",
-        "kv_store",    "attention",    "swiglu",    "add",         "argmax",  "top2",
-        "markov_step", "ladder_force", "page_copy", "copy_rows",   "digest",  "digest_bf16"};
+        "copy",       "embed",        "gemm",           "gemm_logits", "gemm_group",
+        "rmsnorm",    "add_rmsnorm",  "head_norm_rope", "kv_store",    "attention",
+        "swiglu",     "add",          "argmax",         "top2",        "markov_step",
+        "ladder_force", "page_copy",  "copy_rows",      "digest",      "digest_bf16"};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
         char key[64];
         snprintf(key, sizeof key, "\n%s ", ops[i]);
@@ -108,7 +109,7 @@ START_TEST(test_cpu_against_itself) {
     cJSON *root = tu_load_json(json);
     ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(root, "passed")));
     const cJSON *cases = cJSON_GetObjectItem(root, "cases");
-    ck_assert_int_eq(cJSON_GetArraySize(cases), 19);
+    ck_assert_int_eq(cJSON_GetArraySize(cases), 20);
     const cJSON *c0 = cJSON_GetArrayItem(cases, 0);
     ck_assert_str_eq(cJSON_GetObjectItem(c0, "batch_invariance")->valuestring, "ok");
     ck_assert_str_eq(cJSON_GetObjectItem(c0, "guard")->valuestring, "ok");
@@ -137,7 +138,7 @@ START_TEST(test_cpu_against_itself) {
     int rows = 0;
     while (fgets(line, sizeof line, f)) rows++;
     fclose(f);
-    ck_assert_int_eq(rows, 19);
+    ck_assert_int_eq(rows, 20);
     a->destroy(a);
     b->destroy(b);
 }
@@ -185,6 +186,16 @@ static void gemm_group_first_weights(void *ctx, const bf16 *x, int M, int K, int
     for (int p = 0; p < n; p++) cpu_ops->gemm(ctx, x, M, K, w[0], N[p], y[p], 0);
 }
 
+// The fused add that normalises the sum but leaves h as it was.
+static void add_rmsnorm_keeps_h(void *ctx, bf16 *h, const bf16 *x, int M, int D, const bf16 *w,
+                                float eps, bf16 *y) {
+    bf16 *sum = sg_calloc((size_t)M * D, sizeof *sum);
+    memcpy(sum, h, (size_t)M * D * sizeof *sum);
+    cpu_ops->add(ctx, sum, x, (size_t)M * D);
+    cpu_ops->rmsnorm(ctx, sum, M, D, w, eps, y);
+    free(sum);
+}
+
 static void expect_fault(const char *op, sg_backend *faulty, const char *needle) {
     sg_backend *ref = cpu_backend_create();
     ops_options o = {.op = op, .size = "small", .seed = 3};
@@ -207,6 +218,9 @@ START_TEST(test_catches_faults) {
     f->gemm_group = gemm_group_first_weights;
     expect_fault("gemm_group", f, "first bad element: y1[");
     f->gemm_group = cpu_ops->gemm_group;
+    f->add_rmsnorm = add_rmsnorm_keeps_h;
+    expect_fault("add_rmsnorm", f, "first bad element: h[");
+    f->add_rmsnorm = cpu_ops->add_rmsnorm;
     f->argmax = argmax_ties_high;
     expect_fault("argmax", f, "first bad element: ids[1,0]");
     f->argmax = cpu_ops->argmax;
