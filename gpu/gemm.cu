@@ -255,10 +255,19 @@ __global__ void __launch_bounds__(32 * SPLIT_MAX_WARPS)
                int S) {
     constexpr int TE = 16 * MT * 8;
     extern __shared__ float split_part[]; // [S][16·MT][8]
-    int p = 0;
-    while (p < G.n - 1 && (int)blockIdx.x >= G.tile_end[p]) p++;
-    const uint16_t *__restrict__ w = G.w[p];
-    const int N = G.N[p], n0 = 8 * ((int)blockIdx.x - (p ? G.tile_end[p - 1] : 0));
+    // The block's product (constant indices only: a dynamic one would copy G to local memory).
+    const uint16_t *__restrict__ w = G.w[0];
+    void *y = G.y[0];
+    int N = G.N[0], first_tile = 0;
+#pragma unroll
+    for (int q = 1; q < BE_GEMM_GROUP_MAX; q++)
+        if (q < G.n && (int)blockIdx.x >= G.tile_end[q - 1]) {
+            w = G.w[q];
+            y = G.y[q];
+            N = G.N[q];
+            first_tile = G.tile_end[q - 1];
+        }
+    const int n0 = 8 * ((int)blockIdx.x - first_tile);
     const int W = blockDim.x >> 5;
     int s = threadIdx.x >> 5;
     pdl_allow_dependents();
@@ -280,7 +289,7 @@ __global__ void __launch_bounds__(32 * SPLIT_MAX_WARPS)
         if (m >= M || n >= N) continue;
         float v = split_part[e];
         for (int ss = 1; ss < S; ss++) v = __fadd_rn(v, split_part[ss * TE + e]);
-        store_out(G.y[p], out_f32, N, m, n, v);
+        store_out(y, out_f32, N, m, n, v);
     }
 }
 
