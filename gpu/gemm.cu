@@ -19,10 +19,11 @@
 // Three kernels compute that order; the choice (by M, alignment and the shared memory a block may
 // have) is speed only:
 //   gemm_split (up to 32 rows, SG_CUDA_GEMM_SPLIT_MAX_M to change or 0 to turn off; K % 8 == 0,
-//     16-byte aligned): a block per 8 columns of y (of one product of a gemm_group), its warps
-//     taking the segments s ≡ warp (mod W) straight from global memory into registers, the next
-//     segment's in flight while one is computed; the block folds the segments in s order. Several
-//     blocks share an SM, so one's fold overlaps the others' loads. No persistent state.
+//     16-byte aligned): a block per 8 columns of y (of one product of a gemm_group), its W warps
+//     (split_warps: a model of waves and segments per warp) taking the segments s ≡ warp (mod W)
+//     straight from global memory into registers, the next segment's in flight while one is
+//     computed; the block folds the segments in s order. Several blocks share an SM, so one's fold
+//     overlaps the others' loads. No persistent state.
 //   gemm_stream (up to 256 rows, K % 8 == 0, 16-byte aligned): persistent blocks walk tiles of
 //     16·MT rows × 8 columns of y; in a tile the warps take the segments s ≡ warp (mod W), each
 //     warp streaming its weights through a ring of shared-memory stages (cp.async, ST_STAGES - 1
@@ -547,6 +548,48 @@ int split_max_m(void) {
     return max_m;
 }
 
+// Forced warps per gemm_split block (SG_CUDA_GEMM_SPLIT_WARPS, for measurement; 0 or unset: the
+// model of split_warps chooses).
+int split_forced_warps(void) {
+    static int w = -1;
+    if (w < 0) {
+        const char *env = getenv("SG_CUDA_GEMM_SPLIT_WARPS");
+        w = env && *env ? atoi(env) : 0;
+        if (w < 0 || w > SPLIT_MAX_WARPS) w = 0;
+    }
+    return w;
+}
+
+// Warps per gemm_split block for `tiles` blocks over S segments. A warp streams ceil(S / W)
+// segments after a first load's latency (worth about two segments), and a launch takes
+// ceil(tiles / resident blocks) rounds of blocks, so W minimizes rounds · (2 + ceil(S / W))
+// (ties: more warps), with resident blocks per SM from the occupancy calculator (registers and
+// shared memory at W warps). Measured on the H200 against every fixed W (bench/README.md).
+template <int MT, bool HALF>
+int split_warps(const cuda_ctx *c, int tiles, int S, size_t smem) {
+    if (split_forced_warps()) return split_forced_warps() < S ? split_forced_warps() : S;
+    // resident blocks per SM by warps (index W), for the last shared-memory size asked for
+    static int per_sm[SPLIT_MAX_WARPS + 1];
+    static size_t per_sm_smem = (size_t)-1;
+    if (smem != per_sm_smem) {
+        for (int W = 1; W <= SPLIT_MAX_WARPS; W++)
+            CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                &per_sm[W], gemm_split<MT, HALF>, 32 * W, smem));
+        per_sm_smem = smem;
+    }
+    int best = 1;
+    long long best_cost = -1;
+    for (int W = 1; W <= SPLIT_MAX_WARPS && W <= S; W++) {
+        const long long resident = (long long)(per_sm[W] > 0 ? per_sm[W] : 1) * c->sm_count;
+        const long long cost = (tiles + resident - 1) / resident * (2 + (S + W - 1) / W);
+        if (best_cost < 0 || cost <= best_cost) {
+            best = W;
+            best_cost = cost;
+        }
+    }
+    return best;
+}
+
 // Launches gemm_split for group G when x and w allow 16-byte loads and its shared memory fits;
 // false otherwise.
 template <int MT, bool HALF>
@@ -560,10 +603,9 @@ bool launch_split(const cuda_ctx *c, const bf16 *x, int M, int K, const split_gr
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, smem_optin()));
         smem_set = 1;
     }
-    // Warps balanced over the rounds of segments (W·rounds >= S).
-    const int rounds = (S + SPLIT_MAX_WARPS - 1) / SPLIT_MAX_WARPS, W = (S + rounds - 1) / rounds;
-    launch_dependent(c, gemm_split<MT, HALF>, dim3((unsigned)G.tile_end[G.n - 1]), 32 * W, smem,
-                     x, M, K, G, out_f32, S);
+    const int tiles = G.tile_end[G.n - 1], W = split_warps<MT, HALF>(c, tiles, S, smem);
+    launch_dependent(c, gemm_split<MT, HALF>, dim3((unsigned)tiles), 32 * W, smem, x, M, K, G,
+                     out_f32, S);
     return true;
 }
 
