@@ -9,9 +9,10 @@
 // Keys (and in pass 3 values) are visited in tiles of ATT_TILE positions staged in shared memory
 // by coalesced warp loads, so no thread waits on a global load per key; past one tile the scores
 // are not stored between passes but recomputed (the same arithmetic gives the same bits), so no
-// scratch sized by the context length is needed (within one tile each thread keeps its own). Every number depends only on the row's own query, its
-// sequence's K/V at positions 0 .. n_keys-1 and the head geometry: the same for a row alone, in a
-// prefill chunk, a decode, a verify span or a chain span (path invariance, design.md §3). expf is
+// scratch sized by the context length is needed (within one tile each thread keeps its own score
+// and exponential in registers). Every number depends only on the row's own query, its sequence's
+// K/V at positions 0 .. n_keys-1 and the head geometry: the same for a row alone, in a prefill
+// chunk, a decode, a verify span or a chain span (path invariance, design.md §3). expf is
 // glibc's (device_numerics.h d_expf), so the output equals the CPU twin's bit for bit. A missing
 // page traps.
 #include "cuda_internal.h"
@@ -167,15 +168,18 @@ __global__ void __launch_bounds__(ATT_THREADS)
     __syncthreads();
     mx = bcast;
 
-    // Pass 2: the sum of the exponentials, ascending position, in thread 0.
-    float sum = 0.f;
+    // Pass 2: the sum of the exponentials, ascending position, in thread 0 (one tile: thread t
+    // keeps its key's exponential for pass 3, the same bits as recomputing it).
+    float sum = 0.f, own_e = 0.f;
     for (int j0 = 0; j0 < nk; j0 += ATT_TILE) {
         int cnt = nk - j0 < ATT_TILE ? nk - j0 : ATT_TILE;
         __syncthreads();
         if (!one_tile) load_tile(pg, k_pages, v_pages, s, off, j0, cnt, ks, NULL, rowoff);
         __syncthreads();
-        if (t < cnt)
-            ps[t] = d_expf(__fsub_rn(one_tile ? own : score(qs, ks + t * stride, hd, scale), mx));
+        if (t < cnt) {
+            own_e = d_expf(__fsub_rn(one_tile ? own : score(qs, ks + t * stride, hd, scale), mx));
+            ps[t] = own_e;
+        }
         __syncthreads();
         if (t == 0)
             for (int j = 0; j < cnt; j++) sum = __fadd_rn(sum, ps[j]);
@@ -194,8 +198,9 @@ __global__ void __launch_bounds__(ATT_THREADS)
         if (!one_tile) load_tile(pg, k_pages, v_pages, s, off, j0, cnt, ks, vs, rowoff);
         __syncthreads();
         if (t < cnt)
-            ps[t] = __fdiv_rn(
-                d_expf(__fsub_rn(one_tile ? own : score(qs, ks + t * stride, hd, scale), mx)), sum);
+            ps[t] = __fdiv_rn(one_tile ? own_e
+                                       : d_expf(__fsub_rn(score(qs, ks + t * stride, hd, scale), mx)),
+                              sum);
         __syncthreads();
 #pragma unroll 4
         for (int j = 0; j < cnt; j++) {
