@@ -187,6 +187,7 @@ __device__ __forceinline__ void mma_chunk(float acc[MT][4], const uint4 a[MT][2]
 // ---- gemm_split: a block per column tile, its warps split K, weights straight into registers ----
 
 constexpr int SPLIT_MAX_WARPS = 8;
+constexpr int SPLIT_MIN_WARPS = 4; // split_warps' floor
 
 // Chunks whose A fragments are loaded together (16 registers of fragments).
 template <int MT, bool HALF>
@@ -564,7 +565,10 @@ int split_forced_warps(void) {
 // segments after a first load's latency (worth about two segments), and a launch takes
 // ceil(tiles / resident blocks) rounds of blocks, so W minimizes rounds · (2 + ceil(S / W))
 // (ties: more warps), with resident blocks per SM from the occupancy calculator (registers and
-// shared memory at W warps). Measured on the H200 against every fixed W (bench/README.md).
+// shared memory at W warps). At least SPLIT_MIN_WARPS (or S): the model favours 2 or 3 warps for
+// the many-wave launches (gate/up, q/k/v, the head), which measured slower in a decode than 4-5
+// (likely: a tile's rows requested in more, smaller pieces over time). Measured on the H200
+// against fixed W and without the floor (bench/README.md).
 template <int MT, bool HALF>
 int split_warps(const cuda_ctx *c, int tiles, int S, size_t smem) {
     if (split_forced_warps()) return split_forced_warps() < S ? split_forced_warps() : S;
@@ -579,7 +583,7 @@ int split_warps(const cuda_ctx *c, int tiles, int S, size_t smem) {
     }
     int best = 1;
     long long best_cost = -1;
-    for (int W = 1; W <= SPLIT_MAX_WARPS && W <= S; W++) {
+    for (int W = S < SPLIT_MIN_WARPS ? 1 : SPLIT_MIN_WARPS; W <= SPLIT_MAX_WARPS && W <= S; W++) {
         const long long resident = (long long)(per_sm[W] > 0 ? per_sm[W] : 1) * c->sm_count;
         const long long cost = (tiles + resident - 1) / resident * (2 + (S + W - 1) / W);
         if (best_cost < 0 || cost <= best_cost) {
