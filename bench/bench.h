@@ -3,7 +3,9 @@
 // For each concurrency N and mode (plain greedy without a drafter, speculative without hedge,
 // hedged with C = 1, 2, 3 ladders branching at positions 0 .. C-1 for every request), the engine
 // decodes N greedy requests (the fixture's sequential prompts, cycled; max_new tokens each, EOS
-// ignored) twice: untimed (tokens/s, ms per round) and with phase timing (engine.h
+// ignored) after a warm-up batch: untimed (tokens/s, ms per round; `repeat` times, the median time
+// kept with the fastest and slowest, every repeat committing the first's tokens) and with phase
+// timing (engine.h
 // engine_timing: ms per round of the drafter forward, the Markov loop of chain A, the ladders, the
 // verify and accept+commit, and the rest). Step 0 (prefill and the first round) is a warm-up in
 // both passes. Per phase it counts the bytes that must move, from the model geometry and the work
@@ -20,7 +22,8 @@
 //
 // Contract: bench_run returns SG_OK after printing the tables (and writing --json), SG_EXIT_INPUT
 // for a bad fixture or unwritable JSON, SG_EXIT_USAGE for a mode the drafter cannot run (hedging
-// without a Markov head), SG_EXIT_FAIL when a mode's tokens differ from plain decoding's.
+// without a Markov head), SG_EXIT_FAIL when a mode's tokens differ from plain decoding's or a
+// repeat's from the first.
 #ifndef SG_BENCH_BENCH_H
 #define SG_BENCH_BENCH_H
 
@@ -30,6 +33,7 @@
 
 enum { BENCH_PLAIN, BENCH_SPEC, BENCH_HEDGE1, BENCH_HEDGE2, BENCH_HEDGE3, BENCH_MODES };
 #define BENCH_MAX_CONC 8
+#define BENCH_MAX_REPEAT 20
 
 extern const char *const bench_mode_names[BENCH_MODES]; // plain, spec, hedge1, hedge2, hedge3
 
@@ -48,6 +52,7 @@ typedef struct {
     int n_conc;
     int modes[BENCH_MODES];        // 1: run the mode
     int max_new;                   // tokens per request
+    int repeat;                    // untimed passes per (N, mode), <= BENCH_MAX_REPEAT (0: 1)
     int graphs;                    // engine_options.graphs (CUDA graph replay; no effect on CPU)
     const char *json;              // NULL: no JSON
 } bench_options;

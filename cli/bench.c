@@ -28,12 +28,14 @@ static void bench_help(void) {
         "  --concurrency LIST   comma-separated, at most %d [1,4,16,64]\n"
         "  --modes LIST         of plain,spec,hedge1,hedge2,hedge3 [all]\n"
         "  --max-new N          tokens per request [64]\n"
+        "  --repeat R           measured passes per row, at most %d: tokens/s is the median,\n"
+        "                       \"spr\" its spread (fastest - slowest) / median [1]\n"
         "  --graphs on|off      replay the engine's kernel sequences as cached CUDA graphs [on]\n"
         "  --json FILE          everything as JSON (with the prompt and plain tokens of request 0\n"
         "                       for bench/hf_baseline.py)\n\n"
         "exit status: 0 ok, 1 a mode's tokens differ from plain decoding, 2 usage, 3 bad input,\n"
         "77 no usable CUDA device\n",
-        SG_DEFAULT_FIXTURE, BENCH_MAX_CONC);
+        SG_DEFAULT_FIXTURE, BENCH_MAX_CONC, BENCH_MAX_REPEAT);
 }
 
 static int parse_int(const char *flag, const char *s, int lo, int hi, int *out) {
@@ -89,7 +91,7 @@ static int parse(int argc, char **argv, bench_options *o, const char **backend, 
         }
         static const char *const with_value[] = {"--fixture", "--backend", "--concurrency",
                                                  "--modes",   "--max-new", "--json",
-                                                 "--graphs"};
+                                                 "--graphs",  "--repeat"};
         size_t k = 0;
         while (k < sizeof with_value / sizeof *with_value && strcmp(a, with_value[k]) != 0) k++;
         if (k == sizeof with_value / sizeof *with_value)
@@ -108,6 +110,8 @@ static int parse(int argc, char **argv, bench_options *o, const char **backend, 
             SG_TRY(parse_int("--max-new", v, 1, 100000, &o->max_new));
         else if (k == 5)
             o->json = v;
+        else if (k == 7)
+            SG_TRY(parse_int("--repeat", v, 1, BENCH_MAX_REPEAT, &o->repeat));
         else if (strcmp(v, "on") == 0 || strcmp(v, "off") == 0)
             o->graphs = strcmp(v, "on") == 0;
         else
@@ -118,7 +122,8 @@ static int parse(int argc, char **argv, bench_options *o, const char **backend, 
 
 int cmd_bench(int argc, char **argv) {
     bench_options o = {
-        .conc = {1, 4, 16, 64}, .n_conc = 4, .modes = {1, 1, 1, 1, 1}, .max_new = 64, .graphs = 1};
+        .conc = {1, 4, 16, 64}, .n_conc = 4, .modes = {1, 1, 1, 1, 1}, .max_new = 64, .graphs = 1,
+        .repeat = 1};
     const char *backend = NULL;
     int help = 0;
     if (parse(argc, argv, &o, &backend, &help) != SG_OK) return cli_report(SG_EXIT_USAGE);

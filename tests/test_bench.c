@@ -95,6 +95,9 @@ START_TEST(cli_usage_errors) {
                          "bench --frobnicate",
                          "bench --json",
                          "bench --graphs sometimes",
+                         "bench --repeat 0",
+                         "bench --repeat 21",
+                         "bench --repeat twice",
                          "bench --backend tpu --concurrency 1 --max-new 2"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         int st = tu_run_cli(bad[i], output, sizeof output);
@@ -104,6 +107,78 @@ START_TEST(cli_usage_errors) {
     ck_assert_int_eq(tu_run_cli("bench --help", output, sizeof output), 0);
     ck_assert_ptr_nonnull(strstr(output, "--concurrency"));
     ck_assert_ptr_nonnull(strstr(output, "--graphs on|off"));
+}
+END_TEST
+
+// --repeat: tokens/s is the median of the passes, between the slowest and the fastest.
+START_TEST(cli_repeats) {
+    char dir[512], json[600], args[1024];
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(json, sizeof json, "%s/bench.json", dir);
+    snprintf(args, sizeof args,
+             "bench --fixture tiny --concurrency 1,2 --modes plain,spec --max-new 8 --repeat 3 "
+             "--json %s",
+             json);
+    int st = tu_run_cli(args, output, sizeof output);
+    ck_assert_msg(st == 0, "exit %d: %s", st, output);
+    ck_assert_ptr_nonnull(strstr(output, "tok/s   spr"));
+    cJSON *j = read_json(json);
+    const cJSON *runs = cJSON_GetObjectItemCaseSensitive(j, "runs");
+    ck_assert_int_eq(cJSON_GetArraySize(runs), 4);
+    for (int i = 0; i < 4; i++) {
+        const cJSON *r = cJSON_GetArrayItem(runs, i);
+        ck_assert(num(r, "repeats") == 3);
+        ck_assert(num(r, "tokens_per_s_min") <= num(r, "tokens_per_s"));
+        ck_assert(num(r, "tokens_per_s") <= num(r, "tokens_per_s_max"));
+        ck_assert(num(r, "tokens_per_s_min") > 0);
+    }
+    cJSON_Delete(j);
+}
+END_TEST
+
+// A backend whose argmax drifts (id + 1) from the third prefill on: the warm-up batch and the first
+// repeat are faithful, the second repeat commits other tokens, which the bench must refuse.
+static const sg_backend *drift_inner;
+static int drift_prefills;
+
+static void drift_embed(void *ctx, const bf16 *table, int H, const int32_t *ids, int rows,
+                        bf16 *out) {
+    if (rows > 1) drift_prefills++;
+    drift_inner->embed(ctx, table, H, ids, rows, out);
+}
+
+static void drift_argmax(void *ctx, const float *x, int rows, int n, size_t row_stride,
+                         int32_t *ids) {
+    drift_inner->argmax(ctx, x, rows, n, row_stride, ids);
+    for (int i = 0; drift_prefills >= 3 && i < rows; i++)
+        if (ids[i] >= 0) ids[i] = (ids[i] + 1) % n;
+}
+
+static void drift_destroy(sg_backend *be) {
+    drift_inner->destroy((sg_backend *)drift_inner);
+    free(be);
+}
+
+START_TEST(repeats_must_commit_the_same_tokens) {
+    sg_backend *cpu = cpu_backend_create(), *be = malloc(sizeof *be);
+    *be = *cpu;
+    be->embed = drift_embed;
+    be->argmax = drift_argmax;
+    be->destroy = drift_destroy;
+    drift_inner = cpu;
+    bench_device dev = {.description = "test"};
+    bench_options o = {.fixture = "tiny", .conc = {1}, .n_conc = 1, .max_new = 6};
+    o.modes[BENCH_PLAIN] = 1;
+    FILE *out = tmpfile();
+    for (int repeat = 2; repeat >= 1; repeat--) { // the faithful control runs second
+        drift_prefills = 0;
+        o.repeat = repeat;
+        int st = bench_run(&o, be, &dev, out);
+        ck_assert_int_eq(st, repeat == 2 ? SG_EXIT_FAIL : SG_OK);
+        if (repeat == 2) ck_assert_ptr_nonnull(strstr(sg_error(), "repeat 2 committed"));
+    }
+    fclose(out);
+    be->destroy(be);
 }
 END_TEST
 
@@ -219,6 +294,8 @@ int main(void) {
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, cli_table_and_json);
     tcase_add_test(tc, cli_usage_errors);
+    tcase_add_test(tc, cli_repeats);
+    tcase_add_test(tc, repeats_must_commit_the_same_tokens);
     tcase_add_test(tc, shares_follow_bandwidth);
     tcase_add_test(tc, engine_timing_sums);
     suite_add_tcase(s, tc);
