@@ -288,7 +288,8 @@ static void print_row(const bench_state *s, const bench_result *r, FILE *out) {
                                      per(1.0, r->seconds));
     else
         fprintf(out, "     -");
-    fprintf(out, " %8.2f %6.2f %6.2f %6lld %5lld |", per(r->seconds * 1e3, (double)r->rounds), per((double)r->tokens, (double)r->rounds),
+    fprintf(out, " %8.2f %6.2f %6.2f %6lld %5lld |", per(r->seconds * 1e3, (double)r->rounds),
+            per((double)r->tokens, (double)r->rounds),
             per((double)r->ct.accepted, (double)r->ct.rounds), (long long)r->ct.hedged_rounds,
             (long long)r->ct.chain_wins);
     static const int order[] = {ENGINE_PHASE_VERIFY, ENGINE_PHASE_DRAFTER, ENGINE_PHASE_MARKOV,

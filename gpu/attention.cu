@@ -197,10 +197,11 @@ __global__ void __launch_bounds__(ATT_THREADS)
         __syncthreads();
         if (!one_tile) load_tile(pg, k_pages, v_pages, s, off, j0, cnt, ks, vs, rowoff);
         __syncthreads();
-        if (t < cnt)
-            ps[t] = __fdiv_rn(one_tile ? own_e
-                                       : d_expf(__fsub_rn(score(qs, ks + t * stride, hd, scale), mx)),
-                              sum);
+        if (t < cnt) {
+            const float e = one_tile ? own_e
+                                     : d_expf(__fsub_rn(score(qs, ks + t * stride, hd, scale), mx));
+            ps[t] = __fdiv_rn(e, sum);
+        }
         __syncthreads();
 #pragma unroll 4
         for (int j = 0; j < cnt; j++) {
