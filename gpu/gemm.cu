@@ -572,15 +572,22 @@ int split_forced_warps(void) {
 template <int MT, bool HALF>
 int split_warps(const cuda_ctx *c, int tiles, int S, size_t smem) {
     if (split_forced_warps()) return split_forced_warps() < S ? split_forced_warps() : S;
-    // resident blocks per SM by warps (index W), for the last shared-memory size asked for
-    static int per_sm[SPLIT_MAX_WARPS + 1];
-    static size_t per_sm_smem = (size_t)-1;
-    if (smem != per_sm_smem) {
+    // Resident blocks per SM by warps (index W) for each shared-memory size asked for (one per K
+    // in practice: a decode alternates a few), queried once each.
+    constexpr int CACHED = 16;
+    static int per_sm_of[CACHED][SPLIT_MAX_WARPS + 1];
+    static size_t smem_of[CACHED];
+    static int n_cached = 0, next_slot = 0;
+    int at = 0;
+    while (at < n_cached && smem_of[at] != smem) at++;
+    if (at == n_cached) {
+        at = n_cached < CACHED ? n_cached++ : (next_slot++ % CACHED);
+        smem_of[at] = smem;
         for (int W = 1; W <= SPLIT_MAX_WARPS; W++)
             CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                &per_sm[W], gemm_split<MT, HALF>, 32 * W, smem));
-        per_sm_smem = smem;
+                &per_sm_of[at][W], gemm_split<MT, HALF>, 32 * W, smem));
     }
+    const int *per_sm = per_sm_of[at];
     int best = 1;
     long long best_cost = -1;
     for (int W = S < SPLIT_MIN_WARPS ? 1 : SPLIT_MIN_WARPS; W <= SPLIT_MAX_WARPS && W <= S; W++) {
