@@ -536,28 +536,23 @@ bool launch_stream(const cuda_ctx *c, const bf16 *x, int M, int K, const bf16 *w
     return true;
 }
 
-// The most rows gemm_split takes (SG_CUDA_GEMM_SPLIT_MAX_M overrides it, 0 turns it off: for
-// measurement).
+// A measurement switch from the environment, read once per call site: `dflt` when unset, else
+// clamped to lo .. hi.
+int env_switch(const char *name, int dflt, int lo, int hi) {
+    const char *env = getenv(name);
+    const int v = env && *env ? atoi(env) : dflt;
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+// The most rows gemm_split takes (SG_CUDA_GEMM_SPLIT_MAX_M overrides it, 0 turns it off).
 int split_max_m(void) {
-    static int max_m = -1;
-    if (max_m < 0) {
-        const char *env = getenv("SG_CUDA_GEMM_SPLIT_MAX_M");
-        max_m = env && *env ? atoi(env) : 32;
-        if (max_m < 0) max_m = 0;
-        if (max_m > 32) max_m = 32;
-    }
+    static const int max_m = env_switch("SG_CUDA_GEMM_SPLIT_MAX_M", 32, 0, 32);
     return max_m;
 }
 
-// Forced warps per gemm_split block (SG_CUDA_GEMM_SPLIT_WARPS, for measurement; 0 or unset: the
-// model of split_warps chooses).
+// Forced warps per gemm_split block (SG_CUDA_GEMM_SPLIT_WARPS; 0 or unset: split_warps' model).
 int split_forced_warps(void) {
-    static int w = -1;
-    if (w < 0) {
-        const char *env = getenv("SG_CUDA_GEMM_SPLIT_WARPS");
-        w = env && *env ? atoi(env) : 0;
-        if (w < 0 || w > SPLIT_MAX_WARPS) w = 0;
-    }
+    static const int w = env_switch("SG_CUDA_GEMM_SPLIT_WARPS", 0, 0, SPLIT_MAX_WARPS);
     return w;
 }
 
