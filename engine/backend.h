@@ -34,7 +34,7 @@
 
 #define BE_GEMM_GROUP_MAX 3 // the most products one gemm_group call holds
 
-// Paged attention geometry shared by kv_store and attention.
+// Paged attention geometry shared by qk_norm_rope_store and attention.
 //   k_pages, v_pages: one layer's pool, [n_pages, page_size, n_kv_heads*head_dim] bf16;
 //   page_tables [n_tables, table_stride]: page id of each page_size-run of positions of a sequence
 //   (position t lives in page page_tables[s*table_stride + t/page_size], slot t % page_size).
@@ -90,19 +90,21 @@ struct sg_backend {
     void (*add_rmsnorm)(void *ctx, bf16 *h, const bf16 *x, int M, int D, const bf16 *w, float eps,
                         bf16 *y);
 
-    // In place on x [rows, n_heads*head_dim]: every head RMSNorm'd as rmsnorm with w [head_dim],
-    // then rotate-half RoPE at pos[i] with c = cos[pos][d], s = sin[pos][d] (d < head_dim/2;
-    // tables [max_pos, head_dim/2] bf16 from common/rope.h):
+    // A layer's attention inputs, in one op (a decode step's small launches are a large share of
+    // its time). k, v [rows, n_kv_heads*head_dim] are the rows' keys and values; q [nq,
+    // n_heads*head_dim] (0 <= nq <= rows) the queries of the last nq rows (q row j is row
+    // rows - nq + j: a drafter's block rows follow its context rows). In place on q and k, every
+    // head is RMSNorm'd as rmsnorm with its weights (q_norm, k_norm [head_dim]), then rotated by
+    // rotate-half RoPE at its row's position pos[i] with c = cos[pos][d], s = sin[pos][d]
+    // (d < head_dim/2; tables [max_pos, head_dim/2] bf16 from common/rope.h):
     //   out[d] = bf16(bf16(x[d]·c) − bf16(x[d+half]·s)),  out[d+half] = bf16(bf16(x[d+half]·c) +
-    //   bf16(x[d]·s)).  pos [rows], each < max_pos.
-    void (*head_norm_rope)(void *ctx, bf16 *x, int rows, int n_heads, int head_dim, const bf16 *w,
-                           float eps, const bf16 *cos, const bf16 *sin, const int32_t *pos);
-
-    // Writes K/V rows into their pages: row i (k, v [rows, n_kv_heads*head_dim]) goes to position
-    // pos[i] of sequence row_table[i]. Run it before attention so the rows see each other.
-    void (*kv_store)(void *ctx, const be_paging *pg, bf16 *k_pages, bf16 *v_pages,
-                     const int32_t *row_table, const int32_t *pos, const bf16 *k, const bf16 *v,
-                     int rows);
+    //   bf16(x[d]·s)).
+    // Then row i's rotated k and its v go to position pos[i] (< max_pos) of sequence
+    // row_table[i] in the pages. Run it before attention so the rows see each other.
+    void (*qk_norm_rope_store)(void *ctx, const be_paging *pg, bf16 *k_pages, bf16 *v_pages,
+                               const int32_t *row_table, const int32_t *pos, int rows, bf16 *q,
+                               int nq, int n_heads, const bf16 *q_norm, bf16 *k, const bf16 *v,
+                               const bf16 *k_norm, float eps, const bf16 *cos, const bf16 *sin);
 
     // Paged attention: query row i (q [rows, n_heads*head_dim]) of sequence row_table[i] sees the
     // keys at positions 0 .. n_keys[i]-1 of that sequence (causal target rows: n_keys = pos + 1;

@@ -177,13 +177,12 @@ static void cpu_rmsnorm(void *ctx, const bf16 *x, int M, int D, const bf16 *w, f
     for (int m = 0; m < M; m++) rmsnorm_row(x + (size_t)m * D, D, w, eps, y + (size_t)m * D);
 }
 
-static void cpu_head_norm_rope(void *ctx, bf16 *x, int rows, int n_heads, int head_dim,
-                               const bf16 *w, float eps, const bf16 *cos, const bf16 *sin,
-                               const int32_t *pos) {
-    (void)ctx;
+// Every head of x [rows, n_heads*head_dim] RMSNorm'd with w, then rotated at pos[i] (in place).
+static void head_norm_rope(bf16 *x, int rows, int n_heads, int head_dim, const bf16 *w, float eps,
+                           const bf16 *cos, const bf16 *sin, const int32_t *pos) {
     int half = head_dim / 2;
     for (int i = 0; i < rows; i++) {
-        SG_CHECK(pos[i] >= 0, "head_norm_rope: row %d at position %d", i, pos[i]);
+        SG_CHECK(pos[i] >= 0, "qk_norm_rope_store: row %d at position %d", i, pos[i]);
         const bf16 *cs = cos + (size_t)pos[i] * half, *sn = sin + (size_t)pos[i] * half;
         for (int h = 0; h < n_heads; h++) {
             bf16 *xh = x + ((size_t)i * n_heads + h) * head_dim;
@@ -208,11 +207,17 @@ static size_t kv_row(const be_paging *pg, int32_t s, int32_t t) {
            ((size_t)pg->n_kv_heads * pg->head_dim);
 }
 
-static void cpu_kv_store(void *ctx, const be_paging *pg, bf16 *k_pages, bf16 *v_pages,
-                         const int32_t *row_table, const int32_t *pos, const bf16 *k,
-                         const bf16 *v, int rows) {
+static void cpu_qk_norm_rope_store(void *ctx, const be_paging *pg, bf16 *k_pages, bf16 *v_pages,
+                                   const int32_t *row_table, const int32_t *pos, int rows,
+                                   bf16 *q, int nq, int n_heads, const bf16 *q_norm, bf16 *k,
+                                   const bf16 *v, const bf16 *k_norm, float eps, const bf16 *cos,
+                                   const bf16 *sin) {
     (void)ctx;
-    size_t kvd = (size_t)pg->n_kv_heads * pg->head_dim;
+    SG_CHECK(nq >= 0 && nq <= rows, "qk_norm_rope_store: %d query rows of %d", nq, rows);
+    int hd = pg->head_dim;
+    head_norm_rope(q, nq, n_heads, hd, q_norm, eps, cos, sin, pos + (rows - nq));
+    head_norm_rope(k, rows, pg->n_kv_heads, hd, k_norm, eps, cos, sin, pos);
+    size_t kvd = (size_t)pg->n_kv_heads * hd;
     for (int i = 0; i < rows; i++) {
         size_t at = kv_row(pg, row_table[i], pos[i]);
         memcpy(k_pages + at, k + (size_t)i * kvd, kvd * sizeof(bf16));
@@ -461,8 +466,7 @@ sg_backend *cpu_backend_create(void) {
     be->gemm_group = cpu_gemm_group;
     be->rmsnorm = cpu_rmsnorm;
     be->add_rmsnorm = cpu_add_rmsnorm;
-    be->head_norm_rope = cpu_head_norm_rope;
-    be->kv_store = cpu_kv_store;
+    be->qk_norm_rope_store = cpu_qk_norm_rope_store;
     be->attention = cpu_attention;
     be->swiglu = cpu_swiglu;
     be->add = cpu_add;

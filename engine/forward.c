@@ -327,11 +327,8 @@ void fwd_target_forward(const fwd_target *t, fwd_work *w, kv_cache *kc, const fw
         const int nqkv[] = {qd, kvd, kvd};
         bf16 *const yqkv[] = {w->q, w->k, w->v};
         be->gemm_group(ctx, w->x, rows, H, 3, wqkv, nqkv, yqkv);
-        be->head_norm_rope(ctx, w->q, rows, nH, hd, lw->q_norm, eps, t->rope_cos, t->rope_sin,
-                           b->pos);
-        be->head_norm_rope(ctx, w->k, rows, nKV, hd, lw->k_norm, eps, t->rope_cos, t->rope_sin,
-                           b->pos);
-        be->kv_store(ctx, &pg, Kl, Vl, b->row_table, b->pos, w->k, w->v, rows);
+        be->qk_norm_rope_store(ctx, &pg, Kl, Vl, b->row_table, b->pos, rows, w->q, rows, nH,
+                               lw->q_norm, w->k, w->v, lw->k_norm, eps, t->rope_cos, t->rope_sin);
         be->attention(ctx, &pg, Kl, Vl, b->row_table, b->n_keys, w->q, rows, nH, w->att);
         be->gemm(ctx, w->att, rows, qd, lw->wo, H, w->x, 0);
         mlp_block(be, lw, c, w, w->h, w->x, rows);
@@ -366,7 +363,7 @@ void fwd_drafter_forward(const fwd_drafter *d, fwd_work *w, kv_cache *kc,
              a->num_hidden_layers, kvd);
     be_paging pg = kv_cache_paging(kc, nKV, hd);
     bf16 *xb = w->x + (size_t)nc * H; // block part of x; x[0 .. nc) holds C for every layer
-    const int32_t *blk_pos = b->pos + nc, *blk_table = b->row_table + nc;
+    const int32_t *blk_table = b->row_table + nc;
 
     if (nc > 0) {
         be->gemm(ctx, b->ctx_taps, nc, d->cfg.n_taps * H, d->fc, H, w->x, 0);
@@ -380,19 +377,15 @@ void fwd_drafter_forward(const fwd_drafter *d, fwd_work *w, kv_cache *kc,
     for (int l = 0; l < L; l++) {
         const fwd_layer *lw = &d->layers[l];
         bf16 *Kl = kv_cache_k(kc, l), *Vl = kv_cache_v(kc, l);
-        if (nb > 0) { // xb = RMSNorm(h, input_norm) here (before the loop or by end_layer)
-            be->gemm(ctx, xb, nb, H, lw->wq, qd, w->q, 0);
-            be->head_norm_rope(ctx, w->q, nb, nH, hd, lw->q_norm, eps, d->rope_cos, d->rope_sin,
-                               blk_pos);
-        }
+        // xb = RMSNorm(h, input_norm) here (before the loop or by end_layer)
+        if (nb > 0) be->gemm(ctx, xb, nb, H, lw->wq, qd, w->q, 0);
         // K/V of [C ; normed block rows]: context rows without the input norm.
         const bf16 *wkv[] = {lw->wk, lw->wv};
         const int nkv[] = {kvd, kvd};
         bf16 *const ykv[] = {w->k, w->v};
         be->gemm_group(ctx, w->x, rows, H, 2, wkv, nkv, ykv);
-        be->head_norm_rope(ctx, w->k, rows, nKV, hd, lw->k_norm, eps, d->rope_cos, d->rope_sin,
-                           b->pos);
-        be->kv_store(ctx, &pg, Kl, Vl, b->row_table, b->pos, w->k, w->v, rows);
+        be->qk_norm_rope_store(ctx, &pg, Kl, Vl, b->row_table, b->pos, rows, w->q, nb, nH,
+                               lw->q_norm, w->k, w->v, lw->k_norm, eps, d->rope_cos, d->rope_sin);
         if (nb == 0) continue;
         be->attention(ctx, &pg, Kl, Vl, blk_table, b->n_keys, w->q, nb, nH, w->att);
         be->gemm(ctx, w->att, nb, qd, lw->wo, H, xb, 0);

@@ -22,8 +22,7 @@ enum {
     OP_GEMM_GROUP,
     OP_RMSNORM,
     OP_ADD_RMSNORM,
-    OP_HEAD_NORM_ROPE,
-    OP_KV_STORE,
+    OP_QK_NORM_ROPE_STORE,
     OP_ATTENTION,
     OP_SWIGLU,
     OP_ADD,
@@ -59,13 +58,10 @@ typedef struct {
     bf16 *h; const bf16 *x; int64_t M, D; const bf16 *w; double eps; bf16 *y;
 } r_add_rmsnorm;
 typedef struct {
-    bf16 *x; int64_t rows, n_heads, head_dim; const bf16 *w; double eps;
-    const bf16 *cos, *sin; const int32_t *pos;
-} r_head_norm_rope;
-typedef struct {
-    r_paging pg; bf16 *k_pages, *v_pages; const int32_t *row_table, *pos; const bf16 *k, *v;
-    int64_t rows;
-} r_kv_store;
+    r_paging pg; bf16 *k_pages, *v_pages; const int32_t *row_table, *pos; int64_t rows;
+    bf16 *q; int64_t nq, n_heads; const bf16 *q_norm; bf16 *k; const bf16 *v, *k_norm;
+    double eps; const bf16 *cos, *sin;
+} r_qk_norm_rope_store;
 typedef struct {
     r_paging pg; const bf16 *k_pages, *v_pages; const int32_t *row_table, *n_keys; const bf16 *q;
     int64_t rows, n_heads; bf16 *out;
@@ -101,8 +97,7 @@ static const size_t rec_bytes[OP_COUNT] = {
     [OP_COPY] = sizeof(r_copy), [OP_EMBED] = sizeof(r_embed), [OP_GEMM] = sizeof(r_gemm),
     [OP_GEMM_GROUP] = sizeof(r_gemm_group),
     [OP_RMSNORM] = sizeof(r_rmsnorm), [OP_ADD_RMSNORM] = sizeof(r_add_rmsnorm),
-    [OP_HEAD_NORM_ROPE] = sizeof(r_head_norm_rope),
-    [OP_KV_STORE] = sizeof(r_kv_store), [OP_ATTENTION] = sizeof(r_attention),
+    [OP_QK_NORM_ROPE_STORE] = sizeof(r_qk_norm_rope_store), [OP_ATTENTION] = sizeof(r_attention),
     [OP_SWIGLU] = sizeof(r_swiglu), [OP_ADD] = sizeof(r_add), [OP_ARGMAX] = sizeof(r_argmax),
     [OP_TOP2] = sizeof(r_top2), [OP_MARKOV_STEP] = sizeof(r_markov_step),
     [OP_LADDER_FORCE] = sizeof(r_ladder_force), [OP_PAGE_COPY] = sizeof(r_page_copy),
@@ -216,17 +211,12 @@ static void run_rec(const sg_backend *b, int op, const void *a) {
         b->add_rmsnorm(c, r->h, r->x, (int)r->M, (int)r->D, r->w, (float)r->eps, r->y);
         break;
     }
-    case OP_HEAD_NORM_ROPE: {
-        const r_head_norm_rope *r = a;
-        b->head_norm_rope(c, r->x, (int)r->rows, (int)r->n_heads, (int)r->head_dim, r->w,
-                          (float)r->eps, r->cos, r->sin, r->pos);
-        break;
-    }
-    case OP_KV_STORE: {
-        const r_kv_store *r = a;
+    case OP_QK_NORM_ROPE_STORE: {
+        const r_qk_norm_rope_store *r = a;
         be_paging pg = paging(&r->pg);
-        b->kv_store(c, &pg, r->k_pages, r->v_pages, r->row_table, r->pos, r->k, r->v,
-                    (int)r->rows);
+        b->qk_norm_rope_store(c, &pg, r->k_pages, r->v_pages, r->row_table, r->pos, (int)r->rows,
+                              r->q, (int)r->nq, (int)r->n_heads, r->q_norm, r->k, r->v,
+                              r->k_norm, (float)r->eps, r->cos, r->sin);
         break;
     }
     case OP_ATTENTION: {
@@ -436,18 +426,14 @@ static void og_add_rmsnorm(void *ctx, bf16 *h, const bf16 *x, int M, int D, cons
     *(r_add_rmsnorm *)push(ctx, OP_ADD_RMSNORM) = (r_add_rmsnorm){h, x, M, D, w, eps, y};
 }
 
-static void og_head_norm_rope(void *ctx, bf16 *x, int rows, int n_heads, int head_dim,
-                              const bf16 *w, float eps, const bf16 *cos, const bf16 *sin,
-                              const int32_t *pos) {
-    *(r_head_norm_rope *)push(ctx, OP_HEAD_NORM_ROPE) =
-        (r_head_norm_rope){x, rows, n_heads, head_dim, w, eps, cos, sin, pos};
-}
-
-static void og_kv_store(void *ctx, const be_paging *pg, bf16 *k_pages, bf16 *v_pages,
-                        const int32_t *row_table, const int32_t *pos, const bf16 *k,
-                        const bf16 *v, int rows) {
-    *(r_kv_store *)push(ctx, OP_KV_STORE) =
-        (r_kv_store){paging_rec(pg), k_pages, v_pages, row_table, pos, k, v, rows};
+static void og_qk_norm_rope_store(void *ctx, const be_paging *pg, bf16 *k_pages,
+                                  bf16 *v_pages, const int32_t *row_table, const int32_t *pos,
+                                  int rows, bf16 *q, int nq, int n_heads, const bf16 *q_norm,
+                                  bf16 *k, const bf16 *v, const bf16 *k_norm, float eps,
+                                  const bf16 *cos, const bf16 *sin) {
+    *(r_qk_norm_rope_store *)push(ctx, OP_QK_NORM_ROPE_STORE) = (r_qk_norm_rope_store){
+        paging_rec(pg), k_pages, v_pages, row_table, pos, rows, q, nq, n_heads, q_norm, k, v,
+        k_norm, eps, cos, sin};
 }
 
 static void og_attention(void *ctx, const be_paging *pg, const bf16 *k_pages,
@@ -544,8 +530,7 @@ int op_graphs_wrap(const sg_backend *inner, sg_backend **out) {
     b->gemm_group = og_gemm_group;
     b->rmsnorm = og_rmsnorm;
     b->add_rmsnorm = og_add_rmsnorm;
-    b->head_norm_rope = og_head_norm_rope;
-    b->kv_store = og_kv_store;
+    b->qk_norm_rope_store = og_qk_norm_rope_store;
     b->attention = og_attention;
     b->swiglu = og_swiglu;
     b->add = og_add;

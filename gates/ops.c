@@ -20,7 +20,7 @@ static const char *const size_names[N_SIZES] = {"tiny", "small", "qwen3"};
 // Table entries of backend.h, for --show-coverage (destroy: every run ends with it).
 static const char *const table_entries[] = {
     "alloc",     "free",        "upload",         "download",    "copy",         "embed",
-    "gemm",      "gemm_group",  "rmsnorm",        "add_rmsnorm", "head_norm_rope", "kv_store",
+    "gemm",      "gemm_group",  "rmsnorm",        "add_rmsnorm", "qk_norm_rope_store",
     "attention", "swiglu",      "add",            "argmax",      "top2",         "markov_step",
     "ladder_force", "page_copy", "copy_rows",     "digest",      "destroy"};
 

@@ -312,34 +312,7 @@ static void run_add_rmsnorm(const sg_backend *be, const ops_case *c, void *const
                     c->p[1] ? x : BF(d, 3) + (size_t)r0 * D);
 }
 
-// ---- head_norm_rope ----
-
-// p: n_heads, head_dim, max_pos.
-static void make_rope(ops_case *c, int size, rng *r) {
-    static const int rows[] = {2, 9, 33}, nH[] = {2, 4, 32}, hd[] = {8, 64, 128},
-                     mp[] = {16, 300, 4096};
-    c->rows = rows[size];
-    c->p[0] = nH[size];
-    c->p[1] = hd[size];
-    c->p[2] = mp[size];
-    c->eps = 1e-6f;
-    size_t w = (size_t)nH[size] * hd[size], half = (size_t)hd[size] / 2;
-    ops_fill_bf16(add_buf(c, "x", R_INOUT, E_BF16, c->rows * w, w), c->rows * w, 2.0, r);
-    ops_fill_bf16(add_buf(c, "w", R_IN, E_BF16, hd[size], 0), hd[size], 1.5, r);
-    ops_fill_bf16(add_buf(c, "cos", R_IN, E_BF16, mp[size] * half, 0), mp[size] * half, 1.0, r);
-    ops_fill_bf16(add_buf(c, "sin", R_IN, E_BF16, mp[size] * half, 0), mp[size] * half, 1.0, r);
-    int32_t *pos = add_buf(c, "pos", R_IN, E_I32, c->rows, 1);
-    for (int i = 0; i < c->rows; i++) pos[i] = rbelow(r, mp[size]);
-    snprintf(c->shape, sizeof c->shape, "rows=%d heads=%d hd=%d", c->rows, nH[size], hd[size]);
-    c->bytes = 4.0 * c->rows * w;
-}
-static void run_rope(const sg_backend *be, const ops_case *c, void *const *d, int r0, int nr) {
-    size_t w = (size_t)c->p[0] * c->p[1];
-    be->head_norm_rope(be->ctx, BF(d, 0) + r0 * w, nr, c->p[0], c->p[1], BF(d, 1), c->eps, BF(d, 2),
-                       BF(d, 3), I32(d, 4) + r0);
-}
-
-// ---- paged KV: kv_store and attention ----
+// ---- paged KV: qk_norm_rope_store and attention ----
 
 // p: page_size, n_kv_heads, head_dim, n_pages, n_seq, table_stride, n_heads.
 static const int kv_geom[N_SIZES][7] = {
@@ -366,17 +339,23 @@ static be_paging paging_of(const ops_case *c, void *const *d, int table_buf) {
     return pg;
 }
 
-static void make_kv_store(ops_case *c, int size, rng *r) {
+// p (after the paging geometry): max_pos (the RoPE tables' length), nq (rows with a query: the
+// last nq, as a drafter's block rows after its context rows).
+static void make_qk_norm_rope_store(ops_case *c, int size, rng *r) {
     memcpy(c->p, kv_geom[size], sizeof kv_geom[size]);
-    static const int rows[] = {3, 9, 33};
+    static const int rows[] = {3, 9, 33}, nq[] = {2, 9, 26};
     c->rows = rows[size];
-    size_t kvd = (size_t)c->p[1] * c->p[2], pool = (size_t)c->p[3] * c->p[0] * kvd;
+    int hd = c->p[2], nH = c->p[6], span = c->p[5] * c->p[0]; // positions per sequence
+    c->p[7] = span;
+    c->p[8] = nq[size];
+    c->eps = 1e-6f;
+    size_t kvd = (size_t)c->p[1] * hd, pool = (size_t)c->p[3] * c->p[0] * kvd;
+    size_t qd = (size_t)nH * hd, half = (size_t)hd / 2, nqe = (size_t)c->p[8] * qd;
     ops_fill_bf16(add_buf(c, "k_pages", R_INOUT, E_BF16, pool, 0), pool, 1.0, r);
     ops_fill_bf16(add_buf(c, "v_pages", R_INOUT, E_BF16, pool, 0), pool, 1.0, r);
     make_tables(c, r);
     int32_t *rt = add_buf(c, "row_table", R_IN, E_I32, c->rows, 1);
     int32_t *pos = add_buf(c, "pos", R_IN, E_I32, c->rows, 1);
-    int span = c->p[5] * c->p[0]; // positions per sequence
     for (int i = 0; i < c->rows; i++) {
         int dup;
         do { // distinct (sequence, position) pairs: no two rows write one slot
@@ -386,17 +365,29 @@ static void make_kv_store(ops_case *c, int size, rng *r) {
             for (int j = 0; j < i; j++) dup |= rt[j] == rt[i] && pos[j] == pos[i];
         } while (dup);
     }
-    ops_fill_bf16(add_buf(c, "k", R_IN, E_BF16, c->rows * kvd, kvd), c->rows * kvd, 1.0, r);
+    // q holds fewer rows than the case: compared whole (row 0).
+    ops_fill_bf16(add_buf(c, "q", R_INOUT, E_BF16, nqe, 0), nqe, 2.0, r);
+    ops_fill_bf16(add_buf(c, "q_norm", R_IN, E_BF16, hd, 0), hd, 1.5, r);
+    ops_fill_bf16(add_buf(c, "k", R_INOUT, E_BF16, c->rows * kvd, kvd), c->rows * kvd, 2.0, r);
     ops_fill_bf16(add_buf(c, "v", R_IN, E_BF16, c->rows * kvd, kvd), c->rows * kvd, 1.0, r);
-    snprintf(c->shape, sizeof c->shape, "rows=%d page=%d kv_heads=%d hd=%d", c->rows, c->p[0],
-             c->p[1], c->p[2]);
-    c->bytes = 8.0 * c->rows * kvd;
+    ops_fill_bf16(add_buf(c, "k_norm", R_IN, E_BF16, hd, 0), hd, 1.5, r);
+    ops_fill_bf16(add_buf(c, "cos", R_IN, E_BF16, span * half, 0), span * half, 1.0, r);
+    ops_fill_bf16(add_buf(c, "sin", R_IN, E_BF16, span * half, 0), span * half, 1.0, r);
+    snprintf(c->shape, sizeof c->shape, "rows=%d (%d with q) page=%d heads=%d kv_heads=%d hd=%d",
+             c->rows, c->p[8], c->p[0], nH, c->p[1], hd);
+    c->bytes = 4.0 * nqe + 10.0 * c->rows * kvd;
 }
-static void run_kv_store(const sg_backend *be, const ops_case *c, void *const *d, int r0, int nr) {
+static void run_qk_norm_rope_store(const sg_backend *be, const ops_case *c, void *const *d, int r0,
+                                   int nr) {
     be_paging pg = paging_of(c, d, 2);
-    size_t kvd = (size_t)c->p[1] * c->p[2];
-    be->kv_store(be->ctx, &pg, BF(d, 0), BF(d, 1), I32(d, 3) + r0, I32(d, 4) + r0,
-                 BF(d, 5) + r0 * kvd, BF(d, 6) + r0 * kvd, nr);
+    int first_q = c->rows - c->p[8]; // the case's first row with a query
+    int nq = r0 + nr - first_q;      // the query rows of rows r0 .. r0 + nr - 1: a suffix of them
+    nq = nq < 0 ? 0 : nq > nr ? nr : nq;
+    size_t kvd = (size_t)c->p[1] * c->p[2], qd = (size_t)c->p[6] * c->p[2];
+    bf16 *q = BF(d, 5) + (size_t)(r0 + nr - nq - first_q) * qd;
+    be->qk_norm_rope_store(be->ctx, &pg, BF(d, 0), BF(d, 1), I32(d, 3) + r0, I32(d, 4) + r0, nr,
+                           q, nq, c->p[6], BF(d, 6), BF(d, 7) + r0 * kvd, BF(d, 8) + r0 * kvd,
+                           BF(d, 9), c->eps, BF(d, 10), BF(d, 11));
 }
 
 static void make_attention(ops_case *c, int size, rng *r) {
@@ -810,9 +801,9 @@ const op_def ops_op_defs[] = {
     {"add_rmsnorm", "add_rmsnorm", EXACT,
      EXACT_SAME_ORDER " (add's rounding, then rmsnorm's: the bits of the two ops)",
      make_add_rmsnorm, run_add_rmsnorm},
-    {"head_norm_rope", "head_norm_rope", EXACT, EXACT_SAME_ORDER, make_rope, run_rope},
-    {"kv_store", "kv_store", EXACT, "rows are moved into pages: bitwise equal", make_kv_store,
-     run_kv_store},
+    {"qk_norm_rope_store", "qk_norm_rope_store", EXACT,
+     EXACT_SAME_ORDER "; the keys and values are moved into pages: bitwise equal",
+     make_qk_norm_rope_store, run_qk_norm_rope_store},
     {"attention", "attention", EXACT,
      EXACT_SAME_ORDER " (keys in ascending position; expf is glibc's algorithm on the device)",
      make_attention, run_attention},

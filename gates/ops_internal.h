@@ -35,7 +35,7 @@
 #define GUARD 4096
 #define GUARD_BYTE 0xA5
 #define POISON_BYTE 0xD3
-#define OPS_MAX_BUF 10
+#define OPS_MAX_BUF 12
 
 enum { TINY, SMALL, QWEN3, N_SIZES };
 

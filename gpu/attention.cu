@@ -1,4 +1,4 @@
-// gpu/attention.cu: paged KV store and paged attention (backend.h), with the CPU twin's order.
+// gpu/attention.cu: paged attention (backend.h), with the CPU twin's order.
 //
 // Attention: one block per (query row, head). Per head, in fp32, exactly cpu_backend.c's sequence:
 //   s[j] = (Σ_d q[d]·k[j][d], d ascending, one thread per key) · scale,
@@ -17,6 +17,7 @@
 // page traps.
 #include "cuda_internal.h"
 #include "device_numerics.h"
+#include "kv_paging.h"
 #include "pdl.h"
 
 namespace {
@@ -24,55 +25,6 @@ namespace {
 constexpr int ATT_THREADS = 128;
 constexpr int ATT_TILE = 128; // keys per tile: one per thread in the score passes
 constexpr int ATT_MAX_HD = 256;
-
-// Element offset of position t of sequence s in a layer pool (kv_row of cpu_backend.c).
-__device__ __forceinline__ size_t kv_row(const be_paging &pg, int s, int t) {
-    int page = pg.page_tables[(size_t)s * pg.table_stride + t / pg.page_size];
-    if (page < 0) __trap();
-    return ((size_t)page * pg.page_size + (size_t)(t % pg.page_size)) *
-           ((size_t)pg.n_kv_heads * pg.head_dim);
-}
-
-// Block per row. A row of whole 16-byte pieces (at most 8·KV_THREADS·KV_VEC elements, aligned)
-// is loaded before its page is looked up, so the two latencies overlap; other rows go element by
-// element.
-constexpr int KV_THREADS = 128, KV_VEC = 4;
-
-__global__ void __launch_bounds__(KV_THREADS)
-    kv_store_k(be_paging pg, uint16_t *k_pages, uint16_t *v_pages,
-               const int32_t *__restrict__ row_table, const int32_t *__restrict__ pos,
-               const uint16_t *__restrict__ k, const uint16_t *__restrict__ v, int vec) {
-    const int i = blockIdx.x;
-    const int kvd = pg.n_kv_heads * pg.head_dim;
-    const uint16_t *kr = k + (size_t)i * kvd, *vr = v + (size_t)i * kvd;
-    uint4 kp[KV_VEC], vp[KV_VEC];
-    if (vec)
-#pragma unroll
-        for (int j = 0; j < KV_VEC; j++) {
-            const int d = 8 * (threadIdx.x + j * KV_THREADS);
-            if (d < kvd) {
-                kp[j] = *reinterpret_cast<const uint4 *>(kr + d);
-                vp[j] = *reinterpret_cast<const uint4 *>(vr + d);
-            }
-        }
-    if (pos[i] < 0) __trap();
-    const size_t at = kv_row(pg, row_table[i], pos[i]);
-    if (vec) {
-#pragma unroll
-        for (int j = 0; j < KV_VEC; j++) {
-            const int d = 8 * (threadIdx.x + j * KV_THREADS);
-            if (d < kvd) {
-                *reinterpret_cast<uint4 *>(k_pages + at + d) = kp[j];
-                *reinterpret_cast<uint4 *>(v_pages + at + d) = vp[j];
-            }
-        }
-        return;
-    }
-    for (int d = threadIdx.x; d < kvd; d += blockDim.x) {
-        k_pages[at + d] = kr[d];
-        v_pages[at + d] = vr[d];
-    }
-}
 
 // The keys (and values when vs) of positions [j0, j0 + cnt) of the row's KV head into ks
 // [ATT_TILE][hd + 2] (padded so that thread j's reads of row j fall in distinct banks) and vs
@@ -223,20 +175,6 @@ size_t attention_smem(int hd) {
 }
 
 } // namespace
-
-void cu_kv_store(void *ctx, const be_paging *pg, bf16 *k_pages, bf16 *v_pages,
-                 const int32_t *row_table, const int32_t *pos, const bf16 *k, const bf16 *v,
-                 int rows) {
-    cuda_ctx *c = static_cast<cuda_ctx *>(ctx);
-    if (rows <= 0) return;
-    const int kvd = pg->n_kv_heads * pg->head_dim;
-    const int vec = kvd % 8 == 0 && kvd <= 8 * KV_THREADS * KV_VEC && (uintptr_t)k % 16 == 0 &&
-                    (uintptr_t)v % 16 == 0 && (uintptr_t)k_pages % 16 == 0 &&
-                    (uintptr_t)v_pages % 16 == 0;
-    kv_store_k<<<(unsigned)rows, KV_THREADS, 0, c->stream>>>(*pg, k_pages, v_pages, row_table, pos,
-                                                             k, v, vec);
-    CUDA_CHECK_LAUNCH();
-}
 
 void cu_attention(void *ctx, const be_paging *pg, const bf16 *k_pages, const bf16 *v_pages,
                   const int32_t *row_table, const int32_t *n_keys, const bf16 *q, int rows,

@@ -220,8 +220,7 @@ extern "C" int cuda_backend_create(sg_backend **out) {
     be->gemm_group = cu_gemm_group;
     be->rmsnorm = cu_rmsnorm;
     be->add_rmsnorm = cu_add_rmsnorm;
-    be->head_norm_rope = cu_head_norm_rope;
-    be->kv_store = cu_kv_store;
+    be->qk_norm_rope_store = cu_qk_norm_rope_store;
     be->attention = cu_attention;
     be->swiglu = cu_swiglu;
     be->add = cu_add;

@@ -40,8 +40,10 @@ void cu_gemm_group(void *ctx, const bf16 *x, int M, int K, int n, const bf16 *co
 void cu_rmsnorm(void *ctx, const bf16 *x, int M, int D, const bf16 *w, float eps, bf16 *y);
 void cu_add_rmsnorm(void *ctx, bf16 *h, const bf16 *x, int M, int D, const bf16 *w, float eps,
                     bf16 *y);
-void cu_head_norm_rope(void *ctx, bf16 *x, int rows, int n_heads, int head_dim, const bf16 *w,
-                       float eps, const bf16 *cos, const bf16 *sin, const int32_t *pos);
+void cu_qk_norm_rope_store(void *ctx, const be_paging *pg, bf16 *k_pages, bf16 *v_pages,
+                           const int32_t *row_table, const int32_t *pos, int rows, bf16 *q, int nq,
+                           int n_heads, const bf16 *q_norm, bf16 *k, const bf16 *v,
+                           const bf16 *k_norm, float eps, const bf16 *cos, const bf16 *sin);
 
 // elementwise.cu
 void cu_embed(void *ctx, const bf16 *table, int H, const int32_t *ids, int rows, bf16 *out);
@@ -50,9 +52,6 @@ void cu_add(void *ctx, bf16 *h, const bf16 *x, size_t n);
 
 // attention.cu (cu_attention_init: once per process, before the first attention)
 void cu_attention_init(void);
-void cu_kv_store(void *ctx, const be_paging *pg, bf16 *k_pages, bf16 *v_pages,
-                 const int32_t *row_table, const int32_t *pos, const bf16 *k, const bf16 *v,
-                 int rows);
 void cu_attention(void *ctx, const be_paging *pg, const bf16 *k_pages, const bf16 *v_pages,
                   const int32_t *row_table, const int32_t *n_keys, const bf16 *q, int rows,
                   int n_heads, bf16 *out);

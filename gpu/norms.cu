@@ -1,14 +1,16 @@
-// gpu/norms.cu: rmsnorm, add_rmsnorm and the per-head norm + rotate-half RoPE (backend.h), bit for
-// bit the CPU twin's: the sum of squares in backend.h's 32-lane order (lane l of one warp adds
-// x[i]² for the 8-element groups i / 8 ≡ l mod 32 in ascending i, read in 16-byte loads when the
-// row allows, then the xor-shuffle butterfly 16, 8, 4, 2, 1), then
+// gpu/norms.cu: rmsnorm, add_rmsnorm and qk_norm_rope_store (the per-head norm + rotate-half RoPE
+// of a layer's queries and keys, and the keys' and values' store into their pages; backend.h),
+// bit for bit the CPU twin's: the sum of squares in backend.h's 32-lane order (lane l of one
+// warp adds x[i]² for the 8-element groups i / 8 ≡ l mod 32 in ascending i, read in 16-byte loads
+// when the row allows, then the xor-shuffle butterfly 16, 8, 4, 2, 1), then
 // r = 1.0f / sqrtf(ss / D + eps) with IEEE division and square root, and each element rounded at
 // the contract's points; add_rmsnorm first rounds h + x as add does. One block per row (rmsnorm,
 // add_rmsnorm) or one warp per head: nothing depends on the number of rows. y may alias x (every
 // read of x precedes the barrier before the first write of y). Indices that would be SG_CHECK
-// failures on the CPU (a negative position) trap.
+// failures on the CPU (a negative position, a missing page) trap.
 #include "cuda_internal.h"
 #include "device_numerics.h"
+#include "kv_paging.h"
 #include "pdl.h"
 
 namespace {
@@ -141,34 +143,60 @@ __global__ void __launch_bounds__(NORM_THREADS)
 constexpr int ROPE_WARPS = 8;
 constexpr int ROPE_MAX_HD = 512;
 
-// Blocks (row, head group), warp per head (ROPE_WARPS heads a block; more heads loop).
+// Blocks (row, head group), a warp per head: heads 0 .. n_heads - 1 are the row's query heads
+// (rows with a query only), heads n_heads .. n_heads + kv_heads - 1 its key heads, each also
+// storing its rotated key and the matching value head into the row's page slot. ROPE_WARPS heads
+// a block; more heads loop.
 __global__ void __launch_bounds__(ROPE_WARPS * 32)
-    head_norm_rope_k(uint16_t *x, int n_heads, int hd, const uint16_t *__restrict__ w, float eps,
-                     const uint16_t *__restrict__ cos, const uint16_t *__restrict__ sin,
-                     const int32_t *__restrict__ pos) {
+    qk_norm_rope_store_k(be_paging pg, uint16_t *k_pages, uint16_t *v_pages,
+                         const int32_t *__restrict__ row_table, const int32_t *__restrict__ pos,
+                         int rows, uint16_t *q, int nq, int n_heads,
+                         const uint16_t *__restrict__ q_norm, uint16_t *k,
+                         const uint16_t *__restrict__ v, const uint16_t *__restrict__ k_norm,
+                         float eps, const uint16_t *__restrict__ cos,
+                         const uint16_t *__restrict__ sin) {
     __shared__ float buf[ROPE_WARPS][ROPE_MAX_HD];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int row = blockIdx.x;
+    const int row = blockIdx.x, q_row = row - (rows - nq), hd = pg.head_dim, half = hd / 2;
+    const int kv_heads = pg.n_kv_heads, kvd = kv_heads * hd;
     const int p = pos[row];
     if (p < 0) __trap();
-    const int half = hd / 2;
     const uint16_t *cs = cos + (size_t)p * half, *sn = sin + (size_t)p * half;
     float *b = buf[warp];
-    for (int h = blockIdx.y * ROPE_WARPS + warp; h < n_heads; h += gridDim.y * ROPE_WARPS) {
-        uint16_t *xh = x + ((size_t)row * n_heads + h) * hd;
+    for (int h = blockIdx.y * ROPE_WARPS + warp; h < n_heads + kv_heads;
+         h += gridDim.y * ROPE_WARPS) {
+        const bool is_q = h < n_heads;
+        if (is_q && q_row < 0) continue; // a row without a query
+        uint16_t *xh = is_q ? q + ((size_t)q_row * n_heads + h) * hd
+                            : k + (size_t)row * kvd + (size_t)(h - n_heads) * hd;
+        const uint16_t *w = is_q ? q_norm : k_norm;
+        uint16_t *kp = NULL, *vp = NULL;
+        if (!is_q) { // the slot's lookup overlaps the norm
+            const size_t at = kv_row(pg, row_table[row], p) + (size_t)(h - n_heads) * hd;
+            kp = k_pages + at;
+            vp = v_pages + at;
+            const uint16_t *vh = v + (size_t)row * kvd + (size_t)(h - n_heads) * hd;
+            for (int d = lane; d < hd; d += 32) vp[d] = vh[d];
+        }
         const float r = inv_rms_warp(xh, hd, eps); // the shuffles order the reads before the writes
         for (int d = lane; d < hd; d += 32) {
-            float v = d_bf16_round(__fmul_rn(d_bf16_to_f32(xh[d]), r));
-            b[d] = d_bf16_round(__fmul_rn(v, d_bf16_to_f32(w[d])));
+            const float n = d_bf16_round(__fmul_rn(d_bf16_to_f32(xh[d]), r));
+            b[d] = d_bf16_round(__fmul_rn(n, d_bf16_to_f32(w[d])));
         }
         __syncwarp();
         for (int d = lane; d < half; d += 32) {
             float cv = d_bf16_to_f32(cs[d]), sv = d_bf16_to_f32(sn[d]);
             float a = b[d], bb = b[d + half];
-            xh[d] = d_f32_to_bf16(
+            const uint16_t lo = d_f32_to_bf16(
                 __fsub_rn(d_bf16_round(__fmul_rn(a, cv)), d_bf16_round(__fmul_rn(bb, sv))));
-            xh[d + half] = d_f32_to_bf16(
+            const uint16_t hi = d_f32_to_bf16(
                 __fadd_rn(d_bf16_round(__fmul_rn(bb, cv)), d_bf16_round(__fmul_rn(a, sv))));
+            xh[d] = lo;
+            xh[d + half] = hi;
+            if (kp) {
+                kp[d] = lo;
+                kp[d + half] = hi;
+            }
         }
         __syncwarp();
     }
@@ -197,15 +225,22 @@ void cu_add_rmsnorm(void *ctx, bf16 *h, const bf16 *x, int M, int D, const bf16 
     CUDA_CHECK_LAUNCH();
 }
 
-void cu_head_norm_rope(void *ctx, bf16 *x, int rows, int n_heads, int head_dim, const bf16 *w,
-                       float eps, const bf16 *cos, const bf16 *sin, const int32_t *pos) {
+void cu_qk_norm_rope_store(void *ctx, const be_paging *pg, bf16 *k_pages, bf16 *v_pages,
+                           const int32_t *row_table, const int32_t *pos, int rows, bf16 *q, int nq,
+                           int n_heads, const bf16 *q_norm, bf16 *k, const bf16 *v,
+                           const bf16 *k_norm, float eps, const bf16 *cos, const bf16 *sin) {
     cuda_ctx *c = static_cast<cuda_ctx *>(ctx);
-    SG_CHECK(rows >= 1 && n_heads >= 1, "head_norm_rope rows %d heads %d", rows, n_heads);
-    SG_CHECK(head_dim >= 2 && head_dim % 2 == 0 && head_dim <= ROPE_MAX_HD,
-             "head_norm_rope head_dim %d (even, at most %d on CUDA)", head_dim, ROPE_MAX_HD);
-    const unsigned groups = (unsigned)((n_heads + ROPE_WARPS - 1) / ROPE_WARPS);
-    SG_CHECK(groups <= 65535, "head_norm_rope heads %d beyond the grid", n_heads);
-    head_norm_rope_k<<<dim3((unsigned)rows, groups), ROPE_WARPS * 32, 0, c->stream>>>(
-        x, n_heads, head_dim, w, eps, cos, sin, pos);
+    SG_CHECK(rows >= 1 && nq >= 0 && nq <= rows && n_heads >= 1 && pg->n_kv_heads >= 1,
+             "qk_norm_rope_store rows %d query rows %d heads %d kv heads %d", rows, nq, n_heads,
+             pg->n_kv_heads);
+    SG_CHECK(pg->head_dim >= 2 && pg->head_dim % 2 == 0 && pg->head_dim <= ROPE_MAX_HD,
+             "qk_norm_rope_store head_dim %d (even, at most %d on CUDA)", pg->head_dim,
+             ROPE_MAX_HD);
+    const int heads = n_heads + pg->n_kv_heads;
+    const unsigned groups = (unsigned)((heads + ROPE_WARPS - 1) / ROPE_WARPS);
+    SG_CHECK(groups <= 65535, "qk_norm_rope_store heads %d beyond the grid", heads);
+    qk_norm_rope_store_k<<<dim3((unsigned)rows, groups), ROPE_WARPS * 32, 0, c->stream>>>(
+        *pg, k_pages, v_pages, row_table, pos, rows, q, nq, n_heads, q_norm, k, v, k_norm, eps, cos,
+        sin);
     CUDA_CHECK_LAUNCH();
 }

@@ -189,44 +189,75 @@ START_TEST(test_rmsnorm_vs_fp64) {
 }
 END_TEST
 
-// Per head: norm then rotate-half at the row's own position with the bf16 tables. Tolerance:
+// One head's norm then rotate-half at position p with the bf16 tables, against fp64. Tolerance:
 // 2^-6·(|a·c| + |b·s|) + 2^-7·|norm| per output (norm roundings, products and sum rounded).
-START_TEST(test_head_norm_rope_vs_fp64) {
-    int rows = 3, nh = 2, hd = 12, half = 6;
+static void check_head_norm_rope(const bf16 *xh, const bf16 *w, const bf16 *y, int hd,
+                                 const rope_table *rt, int p) {
+    int half = hd / 2;
+    double ss = 0, n[64];
+    ck_assert_int_le(hd, 64);
+    for (int d = 0; d < hd; d++) ss += f(xh[d]) * f(xh[d]);
+    double r = 1.0 / sqrt(ss / hd + 1e-6);
+    for (int d = 0; d < hd; d++) n[d] = f(xh[d]) * r * f(w[d]);
+    for (int d = 0; d < half; d++) {
+        double c = f(rt->cos[p * half + d]), s = f(rt->sin[p * half + d]);
+        double lo = n[d] * c - n[d + half] * s, hi = n[d + half] * c + n[d] * s;
+        double tol = 0x1p-6 * (fabs(n[d] * c) + fabs(n[d + half] * s) + fabs(n[d + half] * c) +
+                               fabs(n[d] * s)) +
+                     0x1p-7 * (fabs(n[d]) + fabs(n[d + half]));
+        ck_assert_double_le(fabs(f(y[d]) - lo), tol);
+        ck_assert_double_le(fabs(f(y[d + half]) - hi), tol);
+    }
+}
+
+// The queries of the last two of three rows and every row's key head normed and rotated at the
+// row's own position (against fp64); the rotated keys and the values land bit for bit in the
+// rows' page slots (one sequence over shuffled pages of 4), and nothing else is written.
+START_TEST(test_qk_norm_rope_store) {
+    enum { ROWS = 3, NQ = 2, NH = 2, HD = 12, PS = 4, NP = 10, QD = NH * HD };
     rope_table rt;
-    rope_table_build(&rt, 10000.0, hd, 64);
-    bf16 *x = tu_random_bf16((size_t)rows * nh * hd, 1.5, 5), *w = tu_random_bf16(hd, 1.0, 6);
-    int32_t pos[3] = {0, 37, 5};
-    bf16 *dx = dev(x, (size_t)rows * nh * hd * 2), *dw = dev(w, (size_t)hd * 2);
-    bf16 *dc = dev(rt.cos, (size_t)64 * half * 2), *ds = dev(rt.sin, (size_t)64 * half * 2);
-    int32_t *dp = dev(pos, sizeof pos);
-    be->head_norm_rope(be->ctx, dx, rows, nh, hd, dw, 1e-6f, dc, ds, dp);
-    bf16 y[72];
-    get(y, dx, sizeof y);
-    for (int i = 0; i < rows; i++)
-        for (int h = 0; h < nh; h++) {
-            const bf16 *xh = x + (i * nh + h) * hd;
-            double ss = 0, n[12];
-            for (int d = 0; d < hd; d++) ss += f(xh[d]) * f(xh[d]);
-            double r = 1.0 / sqrt(ss / hd + 1e-6);
-            for (int d = 0; d < hd; d++) n[d] = f(xh[d]) * r * f(w[d]);
-            for (int d = 0; d < half; d++) {
-                double c = f(rt.cos[pos[i] * half + d]), s = f(rt.sin[pos[i] * half + d]);
-                double lo = n[d] * c - n[d + half] * s, hi = n[d + half] * c + n[d] * s;
-                double tol = 0x1p-6 * (fabs(n[d] * c) + fabs(n[d + half] * s) +
-                                       fabs(n[d + half] * c) + fabs(n[d] * s)) +
-                             0x1p-7 * (fabs(n[d]) + fabs(n[d + half]));
-                ck_assert_double_le(fabs(f(y[(i * nh + h) * hd + d]) - lo), tol);
-                ck_assert_double_le(fabs(f(y[(i * nh + h) * hd + d + half]) - hi), tol);
-            }
-        }
-    dfree(dx);
-    dfree(dw);
-    dfree(dc);
-    dfree(ds);
-    dfree(dp);
-    free(x);
-    free(w);
+    rope_table_build(&rt, 10000.0, HD, 64);
+    bf16 *q = tu_random_bf16((size_t)NQ * QD, 1.5, 5), *qw = tu_random_bf16(HD, 1.0, 6);
+    bf16 *k = tu_random_bf16((size_t)ROWS * HD, 1.5, 7), *kw = tu_random_bf16(HD, 1.0, 8);
+    bf16 *v = tu_random_bf16((size_t)ROWS * HD, 1.0, 9);
+    static const int32_t table[NP] = {3, 7, 0, 9, 1, 8, 2, 6, 4, 5};
+    int32_t pos[ROWS] = {0, 37, 5}, seq[ROWS] = {0, 0, 0};
+    bf16 *dq = dev(q, sizeof(bf16) * NQ * QD), *dqw = dev(qw, HD * 2), *dkw = dev(kw, HD * 2);
+    bf16 *dk = dev(k, sizeof(bf16) * ROWS * HD), *dv = dev(v, sizeof(bf16) * ROWS * HD);
+    bf16 *dkp = dev(NULL, sizeof(bf16) * NP * PS * HD);
+    bf16 *dvp = dev(NULL, sizeof(bf16) * NP * PS * HD);
+    bf16 *dc = dev(rt.cos, (size_t)64 * HD), *ds = dev(rt.sin, (size_t)64 * HD);
+    int32_t *dp = dev(pos, sizeof pos), *dseq = dev(seq, sizeof seq);
+    int32_t *dtab = dev(table, sizeof table);
+    be_paging pg = {.page_size = PS, .n_kv_heads = 1, .head_dim = HD, .page_tables = dtab,
+                    .table_stride = NP};
+    be->qk_norm_rope_store(be->ctx, &pg, dkp, dvp, dseq, dp, ROWS, dq, NQ, NH, dqw, dk, dv, dkw,
+                           1e-6f, dc, ds);
+    bf16 yq[NQ * QD], yk[ROWS * HD], kp[NP * PS * HD], vp[NP * PS * HD];
+    get(yq, dq, sizeof yq);
+    get(yk, dk, sizeof yk);
+    get(kp, dkp, sizeof kp);
+    get(vp, dvp, sizeof vp);
+    for (int j = 0; j < NQ; j++)
+        for (int h = 0; h < NH; h++)
+            check_head_norm_rope(q + j * QD + h * HD, qw, yq + j * QD + h * HD, HD, &rt,
+                                 pos[ROWS - NQ + j]);
+    int written = 0;
+    for (int i = 0; i < ROWS; i++) {
+        check_head_norm_rope(k + i * HD, kw, yk + i * HD, HD, &rt, pos[i]);
+        size_t at = ((size_t)table[pos[i] / PS] * PS + pos[i] % PS) * HD;
+        ck_assert_mem_eq(kp + at, yk + i * HD, HD * 2);
+        ck_assert_mem_eq(vp + at, v + i * HD, HD * 2);
+    }
+    for (size_t e = 0; e < (size_t)NP * PS * HD; e++) written += kp[e] != 0 || vp[e] != 0;
+    ck_assert_int_le(written, ROWS * HD); // the three slots only (a value may be zero)
+    void *bufs[] = {dq, dqw, dkw, dk, dv, dkp, dvp, dc, ds, dp, dseq, dtab};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) dfree(bufs[i]);
+    free(q);
+    free(qw);
+    free(k);
+    free(kw);
+    free(v);
     rope_table_free(&rt);
 }
 END_TEST
@@ -244,7 +275,7 @@ typedef struct {
     bf16 k[2][20 * KVD], v[2][20 * KVD]; // host copies of each sequence's rows by position
 } attn_fixture;
 
-// Stores positions 0 .. 19 (seq 0) and 0 .. 15 (seq 1) through kv_store, one call per sequence.
+// Positions 0 .. 19 (seq 0) and 0 .. 15 (seq 1) uploaded into their page slots.
 static void attn_fixture_init(attn_fixture *a, uint64_t seed) {
     a->kp = dev(NULL, (size_t)NPAGES * PS * KVD * 2);
     a->vp = dev(NULL, (size_t)NPAGES * PS * KVD * 2);
@@ -257,27 +288,13 @@ static void attn_fixture_init(attn_fixture *a, uint64_t seed) {
         bf16 *v = tu_random_bf16((size_t)n * KVD, 1.0, seed + 2 * s + 1);
         memcpy(a->k[s], k, (size_t)n * KVD * 2);
         memcpy(a->v[s], v, (size_t)n * KVD * 2);
-        int32_t tab[20], pos[20];
-        for (int i = 0; i < n; i++) {
-            tab[i] = s;
-            pos[i] = n - 1 - i; // stored in descending order: placement is by position only
+        for (int t = 0; t < n; t++) {
+            size_t at = ((size_t)tables[s * TS + t / PS] * PS + t % PS) * KVD;
+            be->upload(be->ctx, a->kp + at, k + t * KVD, KVD * 2);
+            be->upload(be->ctx, a->vp + at, v + t * KVD, KVD * 2);
         }
-        bf16 *kr = sg_calloc((size_t)n * KVD, 2), *vr = sg_calloc((size_t)n * KVD, 2);
-        for (int i = 0; i < n; i++) {
-            memcpy(kr + i * KVD, k + pos[i] * KVD, KVD * 2);
-            memcpy(vr + i * KVD, v + pos[i] * KVD, KVD * 2);
-        }
-        bf16 *dk = dev(kr, (size_t)n * KVD * 2), *dv = dev(vr, (size_t)n * KVD * 2);
-        int32_t *dt = dev(tab, sizeof tab), *dpos = dev(pos, sizeof pos);
-        be->kv_store(be->ctx, &a->pg, a->kp, a->vp, dt, dpos, dk, dv, n);
-        dfree(dk);
-        dfree(dv);
-        dfree(dt);
-        dfree(dpos);
         free(k);
         free(v);
-        free(kr);
-        free(vr);
     }
 }
 
@@ -600,7 +617,7 @@ int main(void) {
     tcase_add_test(tc, test_gemm_batch_invariance);
     tcase_add_test(tc, test_gemm_group_is_gemms);
     tcase_add_test(tc, test_rmsnorm_vs_fp64);
-    tcase_add_test(tc, test_head_norm_rope_vs_fp64);
+    tcase_add_test(tc, test_qk_norm_rope_store);
     tcase_add_test(tc, test_attention_vs_fp64);
     tcase_add_test(tc, test_attention_batch_invariance);
     tcase_add_test(tc, test_swiglu_add_embed);

@@ -140,6 +140,25 @@ START_TEST(test_chain_tables) {
 }
 END_TEST
 
+enum { CHAIN_L = 2, CHAIN_KVD = 4 };
+
+// Rows into their pages through qk_norm_rope_store (keys and values only: no query rows; unit norm
+// weights, the identity rotation), so a page slot holds its row's value as given and its key
+// normed in place in k: normed[l][pos] keeps that key for the checks.
+static void store_rows(sg_backend *be, kv_cache *kc, const be_paging *pg, int l, const int32_t *tab,
+                       const int32_t *pos, bf16 *k, const bf16 *v, int n,
+                       bf16 normed[][12][CHAIN_KVD]) {
+    bf16 ones[CHAIN_KVD], rot_cos[12 * CHAIN_KVD / 2], rot_sin[12 * CHAIN_KVD / 2];
+    for (int d = 0; d < CHAIN_KVD; d++) ones[d] = f32_to_bf16(1.0f);
+    for (int i = 0; i < 12 * CHAIN_KVD / 2; i++) {
+        rot_cos[i] = f32_to_bf16(1.0f);
+        rot_sin[i] = f32_to_bf16(0.0f);
+    }
+    be->qk_norm_rope_store(be->ctx, pg, kv_cache_k(kc, l), kv_cache_v(kc, l), tab, pos, n, NULL, 0,
+                           1, NULL, k, v, ones, 1e-6f, rot_cos, rot_sin);
+    for (int i = 0; i < n; i++) memcpy(normed[l][pos[i]], k + i * CHAIN_KVD, sizeof normed[l][0]);
+}
+
 // Through the CPU device storage: a chain sees the committed rows of its partly filled first page
 // (copied whole), writes its span into scratch without touching the sequence's pages, and the copy
 // back makes the chain's rows the sequence's.
@@ -150,25 +169,26 @@ START_TEST(test_chain_device_copy) {
                            .n_chain_slots = 1, .block_size = 3};
     ck_assert_int_eq(kv_pages_init(&kp, &cfg), SG_OK);
     kv_cache kc;
-    enum { L = 2, KVD = 4 };
+    enum { L = CHAIN_L, KVD = CHAIN_KVD };
     ck_assert_int_eq(kv_cache_init(&kc, be, &kp, L, KVD), SG_OK);
     int s;
     ck_assert_int_eq(kv_pages_reserve(&kp, 14, &s), KV_RESERVED); // 4 pages of 4
     kv_cache_upload_seq_table(&kc, &kp, s);
     be_paging pg = kv_cache_paging(&kc, 1, KVD);
-    // Rows 0 .. 5 committed, value = 20·layer + position (+50 for V): small integers, exact.
-    bf16 k[12 * KVD], v[12 * KVD];
+    // Rows 0 .. 5 committed, value 20·layer + position + 50 (keys: + d before the norm): small
+    // integers, exact. committed / chain: the normed keys of each (layer, position).
+    bf16 k[12 * KVD], v[12 * KVD], committed[L][12][KVD], chain[L][12][KVD];
     int32_t tab[12], pos[12];
     for (int l = 0; l < L; l++) {
         for (int t = 0; t < 6; t++) {
             tab[t] = s;
             pos[t] = t;
             for (int d = 0; d < KVD; d++) {
-                k[t * KVD + d] = f32_to_bf16((float)(20 * l + t));
+                k[t * KVD + d] = f32_to_bf16((float)(20 * l + t + d));
                 v[t * KVD + d] = f32_to_bf16((float)(20 * l + t + 50));
             }
         }
-        be->kv_store(be->ctx, &pg, kv_cache_k(&kc, l), kv_cache_v(&kc, l), tab, pos, k, v, 6);
+        store_rows(be, &kc, &pg, l, tab, pos, k, v, 6, committed);
     }
     kv_pages_commit(&kp, s, 6);
     int32_t table[6], src[2], dst[2];
@@ -181,33 +201,46 @@ START_TEST(test_chain_device_copy) {
         for (int i = 0; i < 4; i++) {
             tab[i] = cfg.max_seqs;
             pos[i] = 6 + i;
-            for (int d = 0; d < KVD; d++)
-                k[i * KVD + d] = v[i * KVD + d] = f32_to_bf16((float)(100 + 20 * l + 6 + i));
+            for (int d = 0; d < KVD; d++) {
+                k[i * KVD + d] = f32_to_bf16((float)(100 + 20 * l + 6 + i - d));
+                v[i * KVD + d] = f32_to_bf16((float)(100 + 20 * l + 6 + i));
+            }
         }
-        be->kv_store(be->ctx, &pg, kv_cache_k(&kc, l), kv_cache_v(&kc, l), tab, pos, k, v, 4);
+        store_rows(be, &kc, &pg, l, tab, pos, k, v, 4, chain);
     }
     size_t psz = 4 * KVD;
     bf16 *pool = sg_calloc(kc.pages_total * psz, sizeof *pool);
+    bf16 *vpool = sg_calloc(kc.pages_total * psz, sizeof *vpool);
     const int32_t *own = kv_pages_table(&kp, s);
     for (int l = 0; l < L; l++) {
         be->download(be->ctx, pool, kv_cache_k(&kc, l), kc.pages_total * psz * sizeof *pool);
+        be->download(be->ctx, vpool, kv_cache_v(&kc, l), kc.pages_total * psz * sizeof *vpool);
         // scratch page of position 4..7: rows 4, 5 copied from the committed page, 6, 7 the chain's
-        ck_assert(bf16_to_f32(pool[table[1] * psz + 0 * KVD]) == 20 * l + 4);
-        ck_assert(bf16_to_f32(pool[table[1] * psz + 1 * KVD]) == 20 * l + 5);
-        ck_assert(bf16_to_f32(pool[table[1] * psz + 2 * KVD]) == 100 + 20 * l + 6);
+        ck_assert(bf16_to_f32(vpool[table[1] * psz + 0 * KVD]) == 20 * l + 4 + 50);
+        ck_assert(bf16_to_f32(vpool[table[1] * psz + 1 * KVD]) == 20 * l + 5 + 50);
+        ck_assert(bf16_to_f32(vpool[table[1] * psz + 2 * KVD]) == 100 + 20 * l + 6);
+        ck_assert_mem_eq(pool + table[1] * psz + 0 * KVD, committed[l][4], sizeof committed[l][4]);
+        ck_assert_mem_eq(pool + table[1] * psz + 1 * KVD, committed[l][5], sizeof committed[l][5]);
+        ck_assert_mem_eq(pool + table[1] * psz + 2 * KVD, chain[l][6], sizeof chain[l][6]);
         // the sequence's own page 1 still holds zeros past the committed rows
         ck_assert(bf16_to_f32(pool[own[1] * psz + 2 * KVD]) == 0);
+        ck_assert(bf16_to_f32(vpool[own[1] * psz + 2 * KVD]) == 0);
     }
     n = kv_pages_chain_copy_back(&kp, s, 0, 6, 4, src, dst);
     ck_assert_int_eq(n, 2);
     kv_cache_copy_pages(&kc, src, dst, n);
     for (int l = 0; l < L; l++) {
-        be->download(be->ctx, pool, kv_cache_v(&kc, l), kc.pages_total * psz * sizeof *pool);
-        ck_assert(bf16_to_f32(pool[own[1] * psz + 1 * KVD]) == 20 * l + 5 + 50);
-        ck_assert(bf16_to_f32(pool[own[1] * psz + 3 * KVD]) == 100 + 20 * l + 7);
-        ck_assert(bf16_to_f32(pool[own[2] * psz + 1 * KVD]) == 100 + 20 * l + 9);
+        be->download(be->ctx, pool, kv_cache_k(&kc, l), kc.pages_total * psz * sizeof *pool);
+        be->download(be->ctx, vpool, kv_cache_v(&kc, l), kc.pages_total * psz * sizeof *vpool);
+        ck_assert(bf16_to_f32(vpool[own[1] * psz + 1 * KVD]) == 20 * l + 5 + 50);
+        ck_assert(bf16_to_f32(vpool[own[1] * psz + 3 * KVD]) == 100 + 20 * l + 7);
+        ck_assert(bf16_to_f32(vpool[own[2] * psz + 1 * KVD]) == 100 + 20 * l + 9);
+        ck_assert_mem_eq(pool + own[1] * psz + 1 * KVD, committed[l][5], sizeof committed[l][5]);
+        ck_assert_mem_eq(pool + own[1] * psz + 3 * KVD, chain[l][7], sizeof chain[l][7]);
+        ck_assert_mem_eq(pool + own[2] * psz + 1 * KVD, chain[l][9], sizeof chain[l][9]);
     }
     free(pool);
+    free(vpool);
     kv_pages_release(&kp, s);
     ck_assert_int_eq(kv_pages_check_whole(&kp), SG_OK);
     kv_cache_free(&kc);
