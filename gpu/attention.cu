@@ -26,33 +26,63 @@ constexpr int ATT_THREADS = 128;
 constexpr int ATT_TILE = 128; // keys per tile: one per thread in the score passes
 constexpr int ATT_MAX_HD = 256;
 
+// Elements per staged key row: head_dim and a pad that spreads the rows over the banks (thread j
+// reads row j). A head_dim of whole 16-byte pieces is staged and read 16 bytes at a time (row
+// stride 16 bytes past the row: the 8 threads of a 128-bit access phase hit distinct banks);
+// another even head_dim 4 bytes at a time (row stride 4 bytes past the row: an odd word count).
+__host__ __device__ __forceinline__ int att_stride(int hd) {
+    return hd % 8 == 0 ? hd + 8 : hd + 2;
+}
+
 // The keys (and values when vs) of positions [j0, j0 + cnt) of the row's KV head into ks
-// [ATT_TILE][hd + 2] (padded so that thread j's reads of row j fall in distinct banks) and vs
-// [ATT_TILE][hd]. The rows' pool offsets are looked up once (rowoff); then every (row, pair of
-// elements) is an independent 4-byte copy (head_dim is even), all of a thread's in flight at once.
-// Callers synchronise before (the tiles are being read) and after.
+// [ATT_TILE][att_stride(hd)] and vs [ATT_TILE][hd]. The rows' pool offsets are looked up once
+// (rowoff); then every (row, piece) is an independent copy of 16 bytes (head_dim % 8 == 0 and
+// 16-byte aligned pools) or 4 bytes (head_dim is even), all of a thread's in flight at once. Callers synchronise before (the
+// tiles are being read) and after.
+template <typename P>
+__device__ __forceinline__ void copy_pieces(const be_paging &pg, const uint16_t *k_pages,
+                                            const uint16_t *v_pages, int cnt, uint16_t *ks,
+                                            uint16_t *vs, const size_t *rowoff) {
+    constexpr int E = sizeof(P) / 2; // elements per piece
+    const int hd = pg.head_dim, stride = att_stride(hd), pieces = hd / E, n = cnt * pieces;
+#pragma unroll 8
+    for (int e = threadIdx.x; e < n; e += blockDim.x) {
+        const int r = e / pieces, d = E * (e % pieces);
+        *reinterpret_cast<P *>(ks + r * stride + d) =
+            *reinterpret_cast<const P *>(k_pages + rowoff[r] + d);
+        if (vs)
+            *reinterpret_cast<P *>(vs + r * hd + d) =
+                *reinterpret_cast<const P *>(v_pages + rowoff[r] + d);
+    }
+}
 __device__ __forceinline__ void load_tile(const be_paging &pg, const uint16_t *k_pages,
                                           const uint16_t *v_pages, int s, size_t off, int j0,
                                           int cnt, uint16_t *ks, uint16_t *vs, size_t *rowoff) {
-    const int hd = pg.head_dim, pairs = hd / 2, n = cnt * pairs;
     for (int r = threadIdx.x; r < cnt; r += blockDim.x) rowoff[r] = kv_row(pg, s, j0 + r) + off;
     __syncthreads();
-#pragma unroll 4
-    for (int e = threadIdx.x; e < n; e += blockDim.x) {
-        const int r = e / pairs, d = 2 * (e % pairs);
-        *reinterpret_cast<uint32_t *>(ks + r * (hd + 2) + d) =
-            *reinterpret_cast<const uint32_t *>(k_pages + rowoff[r] + d);
-        if (vs)
-            *reinterpret_cast<uint32_t *>(vs + r * hd + d) =
-                *reinterpret_cast<const uint32_t *>(v_pages + rowoff[r] + d);
-    }
+    if (pg.head_dim % 8 == 0 && ((uintptr_t)k_pages | (uintptr_t)v_pages) % 16 == 0)
+        copy_pieces<uint4>(pg, k_pages, v_pages, cnt, ks, vs, rowoff);
+    else
+        copy_pieces<uint32_t>(pg, k_pages, v_pages, cnt, ks, vs, rowoff);
 }
 
-// Score of key r of the staged tile: (q · k) · scale, d ascending.
+// Score of key row kr of the staged tile: (q · k) · scale, d ascending (16-byte reads when
+// head_dim % 8 == 0).
 __device__ __forceinline__ float score(const float *qs, const uint16_t *kr, int hd, float scale) {
     float dot = 0.f;
+    if (hd % 8 == 0) {
+#pragma unroll 2 // the shared-memory reads of 16 steps in flight ahead of the chain
+        for (int d = 0; d < hd; d += 8) {
+            const uint4 p = *reinterpret_cast<const uint4 *>(kr + d);
+            const uint32_t w4[4] = {p.x, p.y, p.z, p.w};
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+                dot = d_mac(dot, qs[d + j], d_bf16_to_f32((uint16_t)(w4[j / 2] >> (16 * (j % 2)))));
+        }
+    } else {
 #pragma unroll 8 // the shared-memory reads of 8 steps in flight ahead of the chain
-    for (int d = 0; d < hd; d++) dot = d_mac(dot, qs[d], d_bf16_to_f32(kr[d]));
+        for (int d = 0; d < hd; d++) dot = d_mac(dot, qs[d], d_bf16_to_f32(kr[d]));
+    }
     return __fmul_rn(dot, scale);
 }
 
@@ -63,8 +93,8 @@ __global__ void __launch_bounds__(ATT_THREADS)
                 float scale, uint16_t *__restrict__ out) {
     pdl_allow_dependents();
     extern __shared__ __align__(16) unsigned char att_smem[];
-    const int hd = pg.head_dim, stride = hd + 2;
-    uint16_t *ks = reinterpret_cast<uint16_t *>(att_smem); // [ATT_TILE][hd+2]
+    const int hd = pg.head_dim, stride = att_stride(hd);
+    uint16_t *ks = reinterpret_cast<uint16_t *>(att_smem); // [ATT_TILE][stride]
     float *qs = reinterpret_cast<float *>(att_smem + (size_t)ATT_TILE * stride * 2); // [hd]
     float *ps = qs + hd;                                                             // [ATT_TILE]
     uint16_t *vs = reinterpret_cast<uint16_t *>(ps + ATT_TILE);                     // [ATT_TILE][hd]
@@ -170,7 +200,7 @@ __global__ void __launch_bounds__(ATT_THREADS)
 
 // ks, qs, ps, vs.
 size_t attention_smem(int hd) {
-    return (size_t)ATT_TILE * (hd + 2) * 2 + (size_t)(hd + ATT_TILE) * sizeof(float) +
+    return (size_t)ATT_TILE * att_stride(hd) * 2 + (size_t)(hd + ATT_TILE) * sizeof(float) +
            (size_t)ATT_TILE * hd * 2;
 }
 
