@@ -316,7 +316,7 @@ static void run_add_rmsnorm(const sg_backend *be, const ops_case *c, void *const
 
 // p: page_size, n_kv_heads, head_dim, n_pages, n_seq, table_stride, n_heads.
 static const int kv_geom[N_SIZES][7] = {
-    {4, 1, 8, 10, 2, 4, 2},         // tiny
+    {4, 1, 6, 10, 2, 4, 2},         // tiny: head_dim 6 (not whole 16-byte pieces)
     {16, 2, 160, 64, 3, 20, 4},     // small: head_dim 160 (two output dims per thread)
     {16, 8, 128, 310, 3, 100, 32}}; // Qwen3-4B: 32 query heads over 8 KV heads
 
