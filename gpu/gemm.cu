@@ -18,12 +18,12 @@
 //
 // Three kernels compute that order; the choice (by M, alignment and the shared memory a block may
 // have) is speed only:
-//   gemm_split (up to 32 rows, SG_CUDA_GEMM_SPLIT_MAX_M to change or 0 to turn off; K % 8 == 0,
-//     16-byte aligned): a block per 8 columns of y (of one product of a gemm_group), its W warps
-//     (split_warps: a model of waves and segments per warp) taking the segments s ≡ warp (mod W)
-//     straight from global memory into registers, the next segment's in flight while one is
-//     computed; the block folds the segments in s order. Several blocks share an SM, so one's fold
-//     overlaps the others' loads. No persistent state.
+//   gemm_split (up to 64 rows, SG_CUDA_GEMM_SPLIT_MAX_M to change or 0 to turn off; K % 8 == 0,
+//     16-byte aligned): a block per 8 columns of y (16 from 9 rows: launch_split_any; of one
+//     product of a gemm_group), its W warps (split_warps: a model of waves and segments per warp)
+//     taking the segments s ≡ warp (mod W) straight from global memory into registers, the next
+//     segment's in flight while one is computed; the block folds the segments in s order. Several
+//     blocks share an SM, so one's fold overlaps the others' loads. No persistent state.
 //   gemm_stream (up to 256 rows, K % 8 == 0, 16-byte aligned): persistent blocks walk tiles of
 //     16·MT rows × 8 columns of y; in a tile the warps take the segments s ≡ warp (mod W), each
 //     warp streaming its weights through a ring of shared-memory stages (cp.async, ST_STAGES - 1
@@ -195,29 +195,35 @@ __host__ __device__ constexpr int split_a_batch() {
     return MT == 1 ? (HALF ? 4 : 2) : 1;
 }
 
-// The weights of segment s of columns n0 .. n0 + 7: lane (g, q) holds row n0 + g at
-// k = 256s + 32c + 8q .. + 7 for chunks c = 0 .. 7, zero past N or K (K % 8 == 0).
+// The weights of segment s of columns n0 .. n0 + 8·NT - 1: lane (g, q) holds rows n0 + 8j + g
+// (b[j]) at k = 256s + 32c + 8q .. + 7 for chunks c = 0 .. 7, zero past N or K (K % 8 == 0).
+template <int NT>
 __device__ __forceinline__ void split_load(const uint16_t *__restrict__ w, int N, int K, int n0,
-                                           int s, uint4 b[KSEG / KCHUNK]) {
+                                           int s, uint4 b[NT][KSEG / KCHUNK]) {
     const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
 #pragma unroll
-    for (int c = 0; c < KSEG / KCHUNK; c++)
-        b[c] = load8<true>(w, n0 + g, N, K, s * KSEG + c * KCHUNK + 8 * q, 1);
+    for (int j = 0; j < NT; j++)
+#pragma unroll
+        for (int c = 0; c < KSEG / KCHUNK; c++)
+            b[j][c] = load8<true>(w, n0 + 8 * j + g, N, K, s * KSEG + c * KCHUNK + 8 * q, 1);
 }
 
-// Segment s of the block's tile (rows 0 .. 16·MT - 1) with its weights in b: the mma chain of
-// segment_mma (the same fragment values and order), parked in part[s] ([16·MT][8]).
-template <int MT, bool HALF>
+// Segment s of the block's tile (rows 0 .. 16·MT - 1, NT column tiles of 8) with its weights in
+// b: the mma chain of segment_mma (the same fragment values and order; each A fragment serves the
+// NT column tiles), parked in part[s] ([16·MT][8·NT]).
+template <int MT, bool HALF, int NT>
 __device__ __forceinline__ void split_segment(const uint16_t *__restrict__ x, int M, int K, int s,
-                                              const uint4 b[KSEG / KCHUNK], float *part) {
+                                              const uint4 b[NT][KSEG / KCHUNK], float *part) {
     constexpr int AB = split_a_batch<MT, HALF>();
     const int k_seg = s * KSEG;
     const int n_chunks = min(KSEG / KCHUNK, (K - k_seg + KCHUNK - 1) / KCHUNK);
-    float acc[MT][4];
+    float acc[NT][MT][4];
 #pragma unroll
-    for (int i = 0; i < MT; i++)
+    for (int j = 0; j < NT; j++)
 #pragma unroll
-        for (int e = 0; e < 4; e++) acc[i][e] = 0.f;
+        for (int i = 0; i < MT; i++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[j][i][e] = 0.f;
 #pragma unroll
     for (int c0 = 0; c0 < KSEG / KCHUNK; c0 += AB) {
         uint4 a[AB][MT][2];
@@ -225,19 +231,24 @@ __device__ __forceinline__ void split_segment(const uint16_t *__restrict__ x, in
 #pragma unroll
         for (int c = 0; c < AB; c++) {
             if (c0 + c >= n_chunks) break; // chunks wholly past K are not issued
-            mma_chunk<MT>(acc, a[c], b[c0 + c]);
+#pragma unroll
+            for (int j = 0; j < NT; j++) mma_chunk<MT>(acc[j], a[c], b[j][c0 + c]);
         }
     }
+    constexpr int TC = 8 * NT; // the tile's columns
 #pragma unroll
-    for (int i = 0; i < MT; i++)
+    for (int j = 0; j < NT; j++)
 #pragma unroll
-        for (int e = 0; e < 4; e++)
-            part[(size_t)s * 16 * MT * 8 + frag_row(i, e) * 8 + frag_col(0, e)] = acc[i][e];
+        for (int i = 0; i < MT; i++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                part[(size_t)s * 16 * MT * TC + frag_row(i, e) * TC + frag_col(j, e)] =
+                    acc[j][i][e];
 }
 
 // The products of one gemm_split launch (backend.h gemm_group; a plain gemm is a group of one):
-// product p has weights w[p] [N[p], K] and output y[p] [M, N[p]]; its column tiles are blocks
-// tile_end[p - 1] .. tile_end[p] - 1 (tile_end[-1] = 0).
+// product p has weights w[p] [N[p], K] and output y[p] [M, N[p]]; its column tiles (8·NT columns
+// each) are blocks tile_end[p - 1] .. tile_end[p] - 1 (tile_end[-1] = 0; launch_split fills it).
 struct split_group {
     const uint16_t *w[BE_GEMM_GROUP_MAX];
     void *y[BE_GEMM_GROUP_MAX];
@@ -246,17 +257,19 @@ struct split_group {
     int n;
 };
 
-// Block b computes 8 columns of all rows (M <= 16·MT) of one product of the group: warp w takes
-// segments s = w, w + W, ..., holding the next one's weights in flight (two register sets,
+// Block b computes 8·NT columns of all rows (M <= 16·MT) of one product of the group: warp w
+// takes segments s = w, w + W, ..., holding the next one's weights in flight (two register sets,
 // alternating) while it computes one, the first one's issued before pdl_wait_primary (weights are
 // immutable); the block then folds the segments in s order. Several blocks share an SM, so one
-// block's fold overlaps the others' streaming. Needs K % 8 == 0 and 16-byte aligned x and w.
-template <int MT, bool HALF>
+// block's fold overlaps the others' streaming. NT > 1 reads each A fragment (x) once for NT
+// column tiles (taller M: x's loads outnumber the weights'). Needs K % 8 == 0 and 16-byte
+// aligned x and w.
+template <int MT, bool HALF, int NT>
 __global__ void __launch_bounds__(32 * SPLIT_MAX_WARPS)
     gemm_split(const uint16_t *__restrict__ x, int M, int K, const split_group G, int out_f32,
                int S) {
-    constexpr int TE = 16 * MT * 8;
-    extern __shared__ float split_part[]; // [S][16·MT][8]
+    constexpr int TC = 8 * NT, TE = 16 * MT * TC;
+    extern __shared__ float split_part[]; // [S][16·MT][8·NT]
     // The block's product (constant indices only: a dynamic one would copy G to local memory).
     const uint16_t *__restrict__ w = G.w[0];
     void *y = G.y[0];
@@ -269,25 +282,25 @@ __global__ void __launch_bounds__(32 * SPLIT_MAX_WARPS)
             N = G.N[q];
             first_tile = G.tile_end[q - 1];
         }
-    const int n0 = 8 * ((int)blockIdx.x - first_tile);
+    const int n0 = TC * ((int)blockIdx.x - first_tile);
     const int W = blockDim.x >> 5;
     int s = threadIdx.x >> 5;
     pdl_allow_dependents();
-    uint4 b0[KSEG / KCHUNK], b1[KSEG / KCHUNK];
-    if (s < S) split_load(w, N, K, n0, s, b0);
+    uint4 b0[NT][KSEG / KCHUNK], b1[NT][KSEG / KCHUNK];
+    if (s < S) split_load<NT>(w, N, K, n0, s, b0);
     pdl_wait_primary();
     while (s < S) {
-        if (s + W < S) split_load(w, N, K, n0, s + W, b1);
-        split_segment<MT, HALF>(x, M, K, s, b0, split_part);
+        if (s + W < S) split_load<NT>(w, N, K, n0, s + W, b1);
+        split_segment<MT, HALF, NT>(x, M, K, s, b0, split_part);
         s += W;
         if (s >= S) break;
-        if (s + W < S) split_load(w, N, K, n0, s + W, b0);
-        split_segment<MT, HALF>(x, M, K, s, b1, split_part);
+        if (s + W < S) split_load<NT>(w, N, K, n0, s + W, b0);
+        split_segment<MT, HALF, NT>(x, M, K, s, b1, split_part);
         s += W;
     }
     __syncthreads();
     for (int e = threadIdx.x; e < TE; e += blockDim.x) {
-        const int m = e / 8, n = n0 + e % 8;
+        const int m = e / TC, n = n0 + e % TC;
         if (m >= M || n >= N) continue;
         float v = split_part[e];
         for (int ss = 1; ss < S; ss++) v = __fadd_rn(v, split_part[ss * TE + e]);
@@ -546,7 +559,7 @@ int env_switch(const char *name, int dflt, int lo, int hi) {
 
 // The most rows gemm_split takes (SG_CUDA_GEMM_SPLIT_MAX_M overrides it, 0 turns it off).
 int split_max_m(void) {
-    static const int max_m = env_switch("SG_CUDA_GEMM_SPLIT_MAX_M", 32, 0, 32);
+    static const int max_m = env_switch("SG_CUDA_GEMM_SPLIT_MAX_M", 64, 0, 64);
     return max_m;
 }
 
@@ -564,7 +577,7 @@ int split_forced_warps(void) {
 // the many-wave launches (gate/up, q/k/v, the head), which measured slower in a decode than 4-5
 // (likely: a tile's rows requested in more, smaller pieces over time). Measured on the H200
 // against fixed W and without the floor (bench/README.md).
-template <int MT, bool HALF>
+template <int MT, bool HALF, int NT>
 int split_warps(const cuda_ctx *c, int tiles, int S, size_t smem) {
     if (split_forced_warps()) return split_forced_warps() < S ? split_forced_warps() : S;
     // Resident blocks per SM by warps (index W) for each shared-memory size asked for (one per K
@@ -580,7 +593,7 @@ int split_warps(const cuda_ctx *c, int tiles, int S, size_t smem) {
         smem_of[at] = smem;
         for (int W = 1; W <= SPLIT_MAX_WARPS; W++)
             CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                &per_sm_of[at][W], gemm_split<MT, HALF>, 32 * W, smem));
+                &per_sm_of[at][W], gemm_split<MT, HALF, NT>, 32 * W, smem));
     }
     const int *per_sm = per_sm_of[at];
     int best = 1;
@@ -596,31 +609,47 @@ int split_warps(const cuda_ctx *c, int tiles, int S, size_t smem) {
     return best;
 }
 
-// Launches gemm_split for group G when x and w allow 16-byte loads and its shared memory fits;
-// false otherwise.
-template <int MT, bool HALF>
-bool launch_split(const cuda_ctx *c, const bf16 *x, int M, int K, const split_group &G,
-                  int out_f32, int vec, int S) {
+// Launches gemm_split for group G (w, y, N and n set; the column tiles are filled here) when x
+// and w allow 16-byte loads and its shared memory fits; false otherwise.
+template <int MT, bool HALF, int NT>
+bool launch_split(const cuda_ctx *c, const bf16 *x, int M, int K, split_group G, int out_f32,
+                  int vec, int S) {
     static int smem_set = 0; // the opt-in above 48 KB, once per instantiation
-    const size_t smem = (size_t)S * 16 * MT * 8 * sizeof(float);
+    const size_t smem = (size_t)S * 16 * MT * 8 * NT * sizeof(float);
     if (!vec || M > split_max_m() || smem > (size_t)smem_optin()) return false;
     if (!smem_set) {
-        CUDA_CHECK(cudaFuncSetAttribute(gemm_split<MT, HALF>,
+        CUDA_CHECK(cudaFuncSetAttribute(gemm_split<MT, HALF, NT>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, smem_optin()));
         smem_set = 1;
     }
-    const int tiles = G.tile_end[G.n - 1], W = split_warps<MT, HALF>(c, tiles, S, smem);
-    launch_dependent(c, gemm_split<MT, HALF>, dim3((unsigned)tiles), 32 * W, smem, x, M, K, G,
+    int tiles = 0;
+    for (int p = 0; p < G.n; p++) {
+        tiles += (G.N[p] + 8 * NT - 1) / (8 * NT);
+        G.tile_end[p] = tiles;
+    }
+    const int W = split_warps<MT, HALF, NT>(c, tiles, S, smem);
+    launch_dependent(c, gemm_split<MT, HALF, NT>, dim3((unsigned)tiles), 32 * W, smem, x, M, K, G,
                      out_f32, S);
     return true;
 }
 
-// gemm_split for the group at its M (false: M or the alignment does not suit it).
+// gemm_split for the group at its M (false: M or the alignment does not suit it). From 9 rows a
+// block takes 16 columns, so x's loads, which grow with M, serve twice the weights, unless the
+// parked segments would take more than 32 KB of shared memory per block (taller tiles, long K:
+// fewer resident blocks cost more than x's loads save). 33 to 64 rows: gemm_split while the
+// parked segments take at most SPLIT_TALL_MAX_SMEM (K up to 10240), gemm_stream beyond. Both
+// limits measured on the H200 per Qwen3-4B shape (bench/README.md).
+constexpr size_t SPLIT_TALL_MAX_SMEM = 80 << 10;
 bool launch_split_any(const cuda_ctx *c, const bf16 *x, int M, int K, const split_group &G,
                       int out_f32, int vec, int S) {
-    if (M <= 8) return launch_split<1, true>(c, x, M, K, G, out_f32, vec, S);
-    if (M <= 16) return launch_split<1, false>(c, x, M, K, G, out_f32, vec, S);
-    if (M <= 32) return launch_split<2, false>(c, x, M, K, G, out_f32, vec, S);
+    if (M <= 8) return launch_split<1, true, 1>(c, x, M, K, G, out_f32, vec, S);
+    if (M <= 16) return launch_split<1, false, 2>(c, x, M, K, G, out_f32, vec, S);
+    if (M <= 32)
+        return (size_t)S * 32 * 16 * sizeof(float) <= (32 << 10)
+                   ? launch_split<2, false, 2>(c, x, M, K, G, out_f32, vec, S)
+                   : launch_split<2, false, 1>(c, x, M, K, G, out_f32, vec, S);
+    if (M <= 64 && (size_t)S * 64 * 8 * sizeof(float) <= SPLIT_TALL_MAX_SMEM)
+        return launch_split<4, false, 1>(c, x, M, K, G, out_f32, vec, S);
     return false;
 }
 
@@ -643,7 +672,7 @@ void cu_gemm(void *ctx, const bf16 *x, int M, int K, const bf16 *w, int N, void 
     const int S = (K + KSEG - 1) / KSEG;
     // Every path computes identical bits (see the top of this file); the choice is speed.
     // Few rows: each weight is loaded once, straight into registers, split over K.
-    const split_group G = {{w}, {y}, {N}, {(N + 7) / 8}, 1};
+    const split_group G = {{w}, {y}, {N}, {0}, 1};
     if (launch_split_any(c, x, M, K, G, out_f32, vec, S)) return;
     // Up to 256 rows: the weights stream through shared memory once per 16·MT-row tile.
     if (M <= 8 && launch_stream<1, true>(c, x, M, K, w, N, y, out_f32, vec, S)) return;
@@ -659,15 +688,13 @@ void cu_gemm_group(void *ctx, const bf16 *x, int M, int K, int n, const bf16 *co
     SG_CHECK(n >= 1 && n <= BE_GEMM_GROUP_MAX, "gemm group of %d products", n);
     SG_CHECK(M >= 1 && K >= 1, "gemm group shape M %d K %d", M, K);
     split_group G = {};
-    int vec = K % 8 == 0 && (uintptr_t)x % 16 == 0, tiles = 0;
+    int vec = K % 8 == 0 && (uintptr_t)x % 16 == 0;
     for (int p = 0; p < n; p++) {
         SG_CHECK(N[p] >= 1, "gemm group product %d: N %d", p, N[p]);
         vec = vec && (uintptr_t)w[p] % 16 == 0;
         G.w[p] = w[p];
         G.y[p] = y[p];
         G.N[p] = N[p];
-        tiles += (N[p] + 7) / 8;
-        G.tile_end[p] = tiles;
     }
     G.n = n;
     // One launch where gemm_split suits the shape; otherwise the products one by one (the same
