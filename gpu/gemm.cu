@@ -97,6 +97,17 @@ __device__ __forceinline__ void load_w_batch(const uint16_t *__restrict__ w, int
             b[c][j] = load8<true>(w, n0 + 8 * j + g, N, K, k0 + c * KCHUNK + 8 * q, vec);
 }
 
+// Every fragment value of acc [A][B][4] set to +0 (a segment's mma chain starts there).
+template <int A, int B>
+__device__ __forceinline__ void zero_frags(float (&acc)[A][B][4]) {
+#pragma unroll
+    for (int i = 0; i < A; i++)
+#pragma unroll
+        for (int j = 0; j < B; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[i][j][e] = 0.f;
+}
+
 // One segment of a warp's 16·MT × 8·NT tile (rows m0.., columns n0..) into acc, from +0.
 // acc[i][j] is the m16n8 fragment of rows m0 + 16i, columns n0 + 8j: [0], [1] at row g, columns
 // 2q, 2q+1; [2], [3] at row g + 8. The weights come in batches of CH chunks, all in flight before
@@ -106,14 +117,9 @@ template <int MT, int NT, int CH>
 __device__ __forceinline__ void segment_mma(const uint16_t *__restrict__ x, int M, int K,
                                             const uint16_t *__restrict__ w, int N, int m0, int n0,
                                             int k_seg, int vec, uint4 b[CH][NT],
-                                            float acc[MT][NT][4]) {
+                                            float (&acc)[MT][NT][4]) {
     const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
-#pragma unroll
-    for (int i = 0; i < MT; i++)
-#pragma unroll
-        for (int j = 0; j < NT; j++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) acc[i][j][e] = 0.f;
+    zero_frags(acc);
     const int k_end = min(K, k_seg + KSEG);
 #pragma unroll 1
     for (int k0 = k_seg; k0 < k_end; k0 += CH * KCHUNK) {
@@ -218,12 +224,7 @@ __device__ __forceinline__ void split_segment(const uint16_t *__restrict__ x, in
     const int k_seg = s * KSEG;
     const int n_chunks = min(KSEG / KCHUNK, (K - k_seg + KCHUNK - 1) / KCHUNK);
     float acc[NT][MT][4];
-#pragma unroll
-    for (int j = 0; j < NT; j++)
-#pragma unroll
-        for (int i = 0; i < MT; i++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) acc[j][i][e] = 0.f;
+    zero_frags(acc);
 #pragma unroll
     for (int c0 = 0; c0 < KSEG / KCHUNK; c0 += AB) {
         uint4 a[AB][MT][2];
