@@ -37,8 +37,8 @@ __host__ __device__ __forceinline__ int att_stride(int hd) {
 // The keys (and values when vs) of positions [j0, j0 + cnt) of the row's KV head into ks
 // [ATT_TILE][att_stride(hd)] and vs [ATT_TILE][hd]. The rows' pool offsets are looked up once
 // (rowoff); then every (row, piece) is an independent copy of 16 bytes (head_dim % 8 == 0 and
-// 16-byte aligned pools) or 4 bytes (head_dim is even), all of a thread's in flight at once. Callers synchronise before (the
-// tiles are being read) and after.
+// 16-byte aligned pools) or 4 bytes (head_dim is even), all of a thread's in flight at once.
+// Callers synchronise before (the tiles are being read) and after.
 template <typename P>
 __device__ __forceinline__ void copy_pieces(const be_paging &pg, const uint16_t *k_pages,
                                             const uint16_t *v_pages, int cnt, uint16_t *ks,
