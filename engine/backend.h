@@ -116,9 +116,12 @@ struct sg_backend {
                       const int32_t *row_table, const int32_t *n_keys, const bf16 *q, int rows,
                       int n_heads, bf16 *out);
 
-    // out[i] = bf16(bf16(silu(gate[i])) · up[i]), silu(g) = g / (1.0f + expf(−g)) in fp32.
-    // out may alias gate or up.
-    void (*swiglu)(void *ctx, const bf16 *gate, const bf16 *up, size_t n, bf16 *out);
+    // An MLP's gate and up products and their SwiGLU in one op: with g = x·w_gateᵀ and
+    // u = x·w_upᵀ exactly as gemm_group gives them (bf16, [M, N]), out[M, N] =
+    // bf16(bf16(silu(g)) · u), silu(g) = g / (1.0f + expf(−g)) in fp32. w_gate, w_up [N, K].
+    // No aliasing. (A decode step's launches are a large share of its time: one instead of two.)
+    void (*gemm_swiglu)(void *ctx, const bf16 *x, int M, int K, const bf16 *w_gate,
+                        const bf16 *w_up, int N, bf16 *out);
 
     // h[i] = bf16(h[i] + x[i]).
     void (*add)(void *ctx, bf16 *h, const bf16 *x, size_t n);

@@ -22,6 +22,8 @@ typedef struct {
     size_t wf_cap;
     float *scores; // attention: one head's scores [n_keys], then its fp32 output [head_dim]
     size_t scores_cap;
+    bf16 *gu; // gemm_swiglu: the gate and up products [2, M, N]
+    size_t gu_cap;
     bf16 *bias; // markov_step: one bias row [V]
     float *score_row; // markov_step: one score row [V]
     size_t markov_cap;
@@ -147,6 +149,20 @@ static void cpu_gemm_group(void *vctx, const bf16 *x, int M, int K, int n, const
                            const int *N, bf16 *const *y) {
     SG_CHECK(n >= 1 && n <= BE_GEMM_GROUP_MAX, "gemm group of %d products", n);
     for (int p = 0; p < n; p++) cpu_gemm(vctx, x, M, K, w[p], N[p], y[p], 0);
+}
+
+static void cpu_gemm_swiglu(void *vctx, const bf16 *x, int M, int K, const bf16 *w_gate,
+                            const bf16 *w_up, int N, bf16 *out) {
+    cpu_ctx *c = vctx;
+    size_t n = (size_t)M * N;
+    c->gu = grow(c->gu, &c->gu_cap, 2 * n, sizeof(bf16));
+    bf16 *g = c->gu, *u = c->gu + n;
+    cpu_gemm(vctx, x, M, K, w_gate, N, g, 0);
+    cpu_gemm(vctx, x, M, K, w_up, N, u, 0);
+    for (size_t i = 0; i < n; i++) {
+        float gv = bf16_to_f32(g[i]);
+        out[i] = f32_to_bf16(bf16_round(gv / (1.0f + expf(-gv))) * bf16_to_f32(u[i]));
+    }
 }
 
 // ---- norms, RoPE ----
@@ -278,13 +294,6 @@ static void cpu_embed(void *ctx, const bf16 *table, int H, const int32_t *ids, i
         memcpy(out + (size_t)i * H, table + (size_t)ids[i] * H, (size_t)H * sizeof(bf16));
 }
 
-static void cpu_swiglu(void *ctx, const bf16 *gate, const bf16 *up, size_t n, bf16 *out) {
-    (void)ctx;
-    for (size_t i = 0; i < n; i++) {
-        float g = bf16_to_f32(gate[i]);
-        out[i] = f32_to_bf16(bf16_round(g / (1.0f + expf(-g))) * bf16_to_f32(up[i]));
-    }
-}
 
 static void cpu_add(void *ctx, bf16 *h, const bf16 *x, size_t n) {
     (void)ctx;
@@ -446,6 +455,7 @@ static void cpu_destroy(sg_backend *be) {
     free(c->xf);
     free(c->wf);
     free(c->scores);
+    free(c->gu);
     free(c->bias);
     free(c->score_row);
     free(c);
@@ -468,7 +478,7 @@ sg_backend *cpu_backend_create(void) {
     be->add_rmsnorm = cpu_add_rmsnorm;
     be->qk_norm_rope_store = cpu_qk_norm_rope_store;
     be->attention = cpu_attention;
-    be->swiglu = cpu_swiglu;
+    be->gemm_swiglu = cpu_gemm_swiglu;
     be->add = cpu_add;
     be->argmax = cpu_argmax;
     be->top2 = cpu_top2;

@@ -178,10 +178,9 @@ int fwd_work_init(fwd_work *w, const sg_backend *be, const qwen3_config *c, int 
         {(void **)&w->h, R * w->H * b},          {(void **)&w->x, R * w->H * b},
         {(void **)&w->q, R * w->q_dim * b},      {(void **)&w->k, R * w->kv_dim * b},
         {(void **)&w->v, R * w->kv_dim * b},     {(void **)&w->att, R * w->q_dim * b},
-        {(void **)&w->gate, R * w->I * b},       {(void **)&w->up, R * w->I * b},
-        {(void **)&w->tokens, R * i4},           {(void **)&w->pos, R * i4},
-        {(void **)&w->row_table, R * i4},        {(void **)&w->n_keys, R * i4},
-        {(void **)&w->logit_rows, R * i4},
+        {(void **)&w->mlp, R * w->I * b},        {(void **)&w->tokens, R * i4},
+        {(void **)&w->pos, R * i4},              {(void **)&w->row_table, R * i4},
+        {(void **)&w->n_keys, R * i4},           {(void **)&w->logit_rows, R * i4},
     };
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) {
         int st = be_alloc(be, bufs[i].bytes, "forward work buffers", bufs[i].p);
@@ -195,7 +194,7 @@ int fwd_work_init(fwd_work *w, const sg_backend *be, const qwen3_config *c, int 
 
 void fwd_work_free(fwd_work *w) {
     if (!w->be) return;
-    void *all[] = {w->h, w->x, w->q, w->k, w->v, w->att, w->gate, w->up,
+    void *all[] = {w->h, w->x, w->q, w->k, w->v, w->att, w->mlp,
                    w->tokens, w->pos, w->row_table, w->n_keys, w->logit_rows};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) w->be->free(w->be->ctx, all[i]);
     memset(w, 0, sizeof *w);
@@ -281,12 +280,8 @@ static void mlp_block(const sg_backend *be, const fwd_layer *lw, const qwen3_con
     void *ctx = be->ctx;
     int H = c->hidden_size, I = c->intermediate_size;
     be->add_rmsnorm(ctx, h, x, rows, H, lw->post_norm, c->rms_norm_eps, x);
-    const bf16 *wgu[] = {lw->w_gate, lw->w_up};
-    const int ngu[] = {I, I};
-    bf16 *const ygu[] = {w->gate, w->up};
-    be->gemm_group(ctx, x, rows, H, 2, wgu, ngu, ygu);
-    be->swiglu(ctx, w->gate, w->up, (size_t)rows * I, w->gate);
-    be->gemm(ctx, w->gate, rows, I, lw->w_down, H, x, 0);
+    be->gemm_swiglu(ctx, x, rows, H, lw->w_gate, lw->w_up, I, w->mlp);
+    be->gemm(ctx, w->mlp, rows, I, lw->w_down, H, x, 0);
 }
 
 // A layer's last residual add, h += x, fused with the norm that reads h next when there is one

@@ -77,7 +77,7 @@ typedef struct {
     bf16 *q;    // [max_rows, nH*hd]
     bf16 *k, *v; // [max_rows, nKV*hd]
     bf16 *att;  // [max_rows, nH*hd]
-    bf16 *gate, *up; // [max_rows, I]
+    bf16 *mlp;  // [max_rows, I] swiglu(gate, up)
     int32_t *tokens, *pos, *row_table, *n_keys, *logit_rows; // staging [max_rows] each
 } fwd_work;
 

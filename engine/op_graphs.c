@@ -24,7 +24,7 @@ enum {
     OP_ADD_RMSNORM,
     OP_QK_NORM_ROPE_STORE,
     OP_ATTENTION,
-    OP_SWIGLU,
+    OP_GEMM_SWIGLU,
     OP_ADD,
     OP_ARGMAX,
     OP_TOP2,
@@ -66,7 +66,9 @@ typedef struct {
     r_paging pg; const bf16 *k_pages, *v_pages; const int32_t *row_table, *n_keys; const bf16 *q;
     int64_t rows, n_heads; bf16 *out;
 } r_attention;
-typedef struct { const bf16 *gate, *up; size_t n; bf16 *out; } r_swiglu;
+typedef struct {
+    const bf16 *x; int64_t M, K; const bf16 *w_gate, *w_up; int64_t N; bf16 *out;
+} r_gemm_swiglu;
 typedef struct { bf16 *h; const bf16 *x; size_t n; } r_add;
 typedef struct { const float *x; int64_t rows, n; size_t row_stride; int32_t *ids; } r_argmax;
 typedef struct {
@@ -98,7 +100,8 @@ static const size_t rec_bytes[OP_COUNT] = {
     [OP_GEMM_GROUP] = sizeof(r_gemm_group),
     [OP_RMSNORM] = sizeof(r_rmsnorm), [OP_ADD_RMSNORM] = sizeof(r_add_rmsnorm),
     [OP_QK_NORM_ROPE_STORE] = sizeof(r_qk_norm_rope_store), [OP_ATTENTION] = sizeof(r_attention),
-    [OP_SWIGLU] = sizeof(r_swiglu), [OP_ADD] = sizeof(r_add), [OP_ARGMAX] = sizeof(r_argmax),
+    [OP_GEMM_SWIGLU] = sizeof(r_gemm_swiglu), [OP_ADD] = sizeof(r_add),
+    [OP_ARGMAX] = sizeof(r_argmax),
     [OP_TOP2] = sizeof(r_top2), [OP_MARKOV_STEP] = sizeof(r_markov_step),
     [OP_LADDER_FORCE] = sizeof(r_ladder_force), [OP_PAGE_COPY] = sizeof(r_page_copy),
     [OP_COPY_ROWS] = sizeof(r_copy_rows), [OP_DIGEST] = sizeof(r_digest),
@@ -226,9 +229,9 @@ static void run_rec(const sg_backend *b, int op, const void *a) {
                      (int)r->n_heads, r->out);
         break;
     }
-    case OP_SWIGLU: {
-        const r_swiglu *r = a;
-        b->swiglu(c, r->gate, r->up, r->n, r->out);
+    case OP_GEMM_SWIGLU: {
+        const r_gemm_swiglu *r = a;
+        b->gemm_swiglu(c, r->x, (int)r->M, (int)r->K, r->w_gate, r->w_up, (int)r->N, r->out);
         break;
     }
     case OP_ADD: {
@@ -443,8 +446,9 @@ static void og_attention(void *ctx, const be_paging *pg, const bf16 *k_pages,
         (r_attention){paging_rec(pg), k_pages, v_pages, row_table, n_keys, q, rows, n_heads, out};
 }
 
-static void og_swiglu(void *ctx, const bf16 *gate, const bf16 *up, size_t n, bf16 *out) {
-    *(r_swiglu *)push(ctx, OP_SWIGLU) = (r_swiglu){gate, up, n, out};
+static void og_gemm_swiglu(void *ctx, const bf16 *x, int M, int K, const bf16 *w_gate,
+                           const bf16 *w_up, int N, bf16 *out) {
+    *(r_gemm_swiglu *)push(ctx, OP_GEMM_SWIGLU) = (r_gemm_swiglu){x, M, K, w_gate, w_up, N, out};
 }
 
 static void og_add(void *ctx, bf16 *h, const bf16 *x, size_t n) {
@@ -532,7 +536,7 @@ int op_graphs_wrap(const sg_backend *inner, sg_backend **out) {
     b->add_rmsnorm = og_add_rmsnorm;
     b->qk_norm_rope_store = og_qk_norm_rope_store;
     b->attention = og_attention;
-    b->swiglu = og_swiglu;
+    b->gemm_swiglu = og_gemm_swiglu;
     b->add = og_add;
     b->argmax = og_argmax;
     b->top2 = og_top2;

@@ -21,7 +21,7 @@ static const char *const size_names[N_SIZES] = {"tiny", "small", "qwen3"};
 static const char *const table_entries[] = {
     "alloc",     "free",        "upload",         "download",    "copy",         "embed",
     "gemm",      "gemm_group",  "rmsnorm",        "add_rmsnorm", "qk_norm_rope_store",
-    "attention", "swiglu",      "add",            "argmax",      "top2",         "markov_step",
+    "attention", "gemm_swiglu", "add",            "argmax",      "top2",         "markov_step",
     "ladder_force", "page_copy", "copy_rows",     "digest",      "destroy"};
 
 static int covers(const op_def *d, const char *entry) {

@@ -433,23 +433,71 @@ static void run_attention(const sg_backend *be, const ops_case *c, void *const *
 // ---- swiglu, add ----
 
 // p: H (elements per row), in place.
-static void make_swiglu(ops_case *c, int size, rng *r) {
-    static const int rows[] = {3, 9, 33}, H[] = {8, 96, 9728};
+// ---- gemm_swiglu: gate and up products and their SwiGLU ----
+
+// p: K, N. Buffers: x, w_gate, w_up, out. tiny: K % 8 != 0 (the unfused path); small: 16 rows
+// (the fused path's 16-column tiles); qwen3: gate/up at 80 rows (the unfused path: gemm_stream and the SwiGLU
+// kernel) vs each row alone (one fused launch), bitwise; the twin runs the first 8 rows.
+static void make_gemm_swiglu(ops_case *c, int size, rng *r) {
+    static const int rows[] = {3, 16, 80}, K[] = {20, 200, 2560}, N[] = {5, 77, 9728};
+    int k = K[size], n = N[size];
     c->rows = rows[size];
-    int h = H[size];
-    c->p[0] = h;
-    c->p[1] = size == QWEN3; // out aliases gate, as the engine calls it
-    size_t n = (size_t)c->rows * h;
-    ops_fill_bf16(add_buf(c, "gate", c->p[1] ? R_INOUT : R_IN, E_BF16, n, h), n, 12.0, r);
-    ops_fill_bf16(add_buf(c, "up", R_IN, E_BF16, n, h), n, 3.0, r);
-    if (!c->p[1]) add_buf(c, "out", R_OUT, E_BF16, n, h);
-    snprintf(c->shape, sizeof c->shape, "rows=%d n=%d%s", c->rows, h, c->p[1] ? " in place" : "");
-    c->bytes = 6.0 * n;
+    c->ref_rows = size == QWEN3 ? 8 : 0;
+    c->p[0] = k;
+    c->p[1] = n;
+    ops_fill_bf16(add_buf(c, "x", R_IN, E_BF16, (size_t)c->rows * k, k), (size_t)c->rows * k,
+                  1.0, r);
+    ops_fill_bf16(add_buf(c, "w_gate", R_IN, E_BF16, (size_t)n * k, 0), (size_t)n * k, 0.1, r);
+    ops_fill_bf16(add_buf(c, "w_up", R_IN, E_BF16, (size_t)n * k, 0), (size_t)n * k, 0.05, r);
+    add_buf(c, "out", R_OUT, E_BF16, (size_t)c->rows * n, n);
+    snprintf(c->shape, sizeof c->shape, "%sM=%d K=%d N=%d%s", size == QWEN3 ? "gate/up " : "",
+             c->rows, k, n, c->ref_rows ? " (ref: first rows)" : "");
+    c->flops = 4.0 * c->rows * n * k;
+    c->bytes = 2.0 * (2.0 * n * k + (double)c->rows * (k + n));
 }
-static void run_swiglu(const sg_backend *be, const ops_case *c, void *const *d, int r0, int nr) {
-    size_t h = (size_t)c->p[0];
-    bf16 *g = BF(d, 0) + r0 * h;
-    be->swiglu(be->ctx, g, BF(d, 1) + r0 * h, nr * h, c->p[1] ? g : BF(d, 2) + r0 * h);
+static void run_gemm_swiglu(const sg_backend *be, const ops_case *c, void *const *d, int r0,
+                            int nr) {
+    int K = c->p[0], N = c->p[1];
+    be->gemm_swiglu(be->ctx, BF(d, 0) + (size_t)r0 * K, nr, K, BF(d, 1), BF(d, 2), N,
+                    BF(d, 3) + (size_t)r0 * N);
+}
+
+// out (buffer 3): the order rule carried through the SwiGLU. Each side's g and u are its own
+// gemm's, within TOL_REL·S_g (S_u) of the exact products plus one bf16 rounding that may go the
+// other way: dg = TOL_REL·S_g + ulp(|g| + TOL_REL·S_g), du likewise; |silu'| <= 1.1, so silu(g)
+// rounded moves by ds = 1.1·dg + ulp(|silu(g)| + 1.1·dg), and the product by |u|·ds +
+// (|silu(g)| + ds)·du. S = 1.1·|u|·S_g + |silu(g)|·S_u (the order terms), extra the rest; the
+// output's own rounding is the rule's ULP term. g, u exact in double from the host inputs.
+static int gemm_swiglu_bound(const ops_case *c, int bi, unsigned char *const *twin, size_t count,
+                             double *S, double *extra) {
+    (void)twin;
+    if (bi != 3) return 0;
+    int K = c->p[0], N = c->p[1];
+    size_t rows = count / (size_t)N;
+    const bf16 *x = c->buf[0].host, *wg = c->buf[1].host, *wu = c->buf[2].host;
+    double *Sg = sg_calloc(count, sizeof *Sg), *Su = sg_calloc(count, sizeof *Su);
+    gemm_S(x, wg, K, N, rows, Sg);
+    gemm_S(x, wu, K, N, rows, Su);
+    for (size_t m = 0; m < rows; m++)
+        for (int n = 0; n < N; n++) {
+            double g = 0, u = 0;
+            for (int k = 0; k < K; k++) {
+                double xv = bf16_to_f32(x[m * K + k]);
+                g += xv * bf16_to_f32(wg[(size_t)n * K + k]);
+                u += xv * bf16_to_f32(wu[(size_t)n * K + k]);
+            }
+            size_t i = m * N + n;
+            double silu = g / (1.0 + exp(-g));
+            double dg = TOL_REL * Sg[i] + ops_ulp(fabs(g) + TOL_REL * Sg[i], 8);
+            double du = TOL_REL * Su[i] + ops_ulp(fabs(u) + TOL_REL * Su[i], 8);
+            double ds = 1.1 * dg + ops_ulp(fabs(silu) + 1.1 * dg, 8);
+            S[i] = 1.1 * fabs(u) * Sg[i] + fabs(silu) * Su[i];
+            extra[i] = fabs(u) * (ds - 1.1 * TOL_REL * Sg[i]) +
+                       (fabs(silu) + ds) * du - fabs(silu) * TOL_REL * Su[i];
+        }
+    free(Sg);
+    free(Su);
+    return 1;
 }
 
 static void make_add(ops_case *c, int size, rng *r) {
@@ -807,8 +855,12 @@ const op_def ops_op_defs[] = {
     {"attention", "attention", EXACT,
      EXACT_SAME_ORDER " (keys in ascending position; expf is glibc's algorithm on the device)",
      make_attention, run_attention},
-    {"swiglu", "swiglu", EXACT, EXACT_SAME_ORDER " (expf is glibc's algorithm on the device)",
-     make_swiglu, run_swiglu},
+    {"gemm_swiglu", "gemm_swiglu", ORDER(gemm_swiglu_bound),
+     ORDER_RULE " carried through the SwiGLU (|silu'| <= 1.1, each rounding may go the other "
+                "way; expf is glibc's algorithm on the device); within the backend each row alone "
+                "(one fused launch) must match the 80-row batch (the products, then the SwiGLU) "
+                "bitwise",
+     make_gemm_swiglu, run_gemm_swiglu},
     {"add", "add", EXACT, "one rounded addition: bitwise equal", make_add, run_add},
     {"argmax", "argmax", EXACT, "exact selection, ties to the lowest id, NaN/Inf rows -1",
      make_argmax, run_argmax},

@@ -222,7 +222,7 @@ extern "C" int cuda_backend_create(sg_backend **out) {
     be->add_rmsnorm = cu_add_rmsnorm;
     be->qk_norm_rope_store = cu_qk_norm_rope_store;
     be->attention = cu_attention;
-    be->swiglu = cu_swiglu;
+    be->gemm_swiglu = cu_gemm_swiglu;
     be->add = cu_add;
     be->argmax = cu_argmax;
     be->top2 = cu_top2;

@@ -17,7 +17,8 @@ extern "C" {
 struct cuda_ctx {
     int sm_count;
     cudaStream_t stream;
-    // Scratch for two-stage selections (top2.cu, markov.cu): grown on the host before a launch.
+    // Scratch for two-stage selections (top2.cu, markov.cu) and gemm_swiglu's unfused path
+    // (gemm.cu): grown on the host before a launch.
     void *scratch;
     size_t scratch_bytes;
     void **old_scratch; // superseded scratch buffers: captured graphs may still use them; freed
@@ -35,6 +36,8 @@ void *cuda_scratch(cuda_ctx *c, size_t bytes);
 void cu_gemm(void *ctx, const bf16 *x, int M, int K, const bf16 *w, int N, void *y, int out_f32);
 void cu_gemm_group(void *ctx, const bf16 *x, int M, int K, int n, const bf16 *const *w,
                    const int *N, bf16 *const *y);
+void cu_gemm_swiglu(void *ctx, const bf16 *x, int M, int K, const bf16 *w_gate, const bf16 *w_up,
+                    int N, bf16 *out);
 
 // norms.cu
 void cu_rmsnorm(void *ctx, const bf16 *x, int M, int D, const bf16 *w, float eps, bf16 *y);
@@ -47,7 +50,7 @@ void cu_qk_norm_rope_store(void *ctx, const be_paging *pg, bf16 *k_pages, bf16 *
 
 // elementwise.cu
 void cu_embed(void *ctx, const bf16 *table, int H, const int32_t *ids, int rows, bf16 *out);
-void cu_swiglu(void *ctx, const bf16 *gate, const bf16 *up, size_t n, bf16 *out);
+void cu_swiglu(void *ctx, const bf16 *gate, const bf16 *up, size_t n, bf16 *out); // gemm_swiglu
 void cu_add(void *ctx, bf16 *h, const bf16 *x, size_t n);
 
 // attention.cu (cu_attention_init: once per process, before the first attention)

@@ -1,7 +1,8 @@
 // gpu/device_numerics.h: the numerics contract (design.md §3) as device functions, bit for bit the
 // CPU twin's (common/bf16.h, engine/cpu_backend.c): bf16 conversion with round-to-nearest-even
 // and the CPU's quiet-NaN rule; one multiply-add step with two roundings (attention's sequential
-// dot products); the top-2 order (value descending, then id ascending); and glibc's expf. (The
+// dot products); the top-2 order (value descending, then id ascending); glibc's expf and the
+// SwiGLU built on it. (The
 // GEMM is the one op with its own order on the device: gpu/gemm.cu.)
 //
 // Every product and sum is written with __fmul_rn / __fadd_rn, which the compiler never contracts
@@ -71,6 +72,13 @@ __device__ __forceinline__ float d_expf(float x) {
     double y = __fma_rn(c2, r, 1.0);
     y = __fma_rn(z, r2, y);
     return __double2float_rn(__dmul_rn(y, s));
+}
+
+// bf16(bf16(silu(g)) · u) with silu(g) = g / (1.0f + expf(-g)) in fp32 (backend.h gemm_swiglu).
+__device__ __forceinline__ uint16_t d_swiglu(uint16_t gate, uint16_t up) {
+    const float g = d_bf16_to_f32(gate);
+    const float s = d_bf16_round(__fdiv_rn(g, __fadd_rn(1.0f, d_expf(-g))));
+    return d_f32_to_bf16(__fmul_rn(s, d_bf16_to_f32(up)));
 }
 
 // ---- top-2 ----

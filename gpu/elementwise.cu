@@ -1,7 +1,8 @@
-// gpu/elementwise.cu: embedding gather, SwiGLU and residual add (backend.h), element by element
-// with the CPU twin's rounding points: silu(g) = g / (1.0f + expf(-g)) in fp32 (IEEE division,
-// glibc's expf: device_numerics.h d_expf), rounded to bf16, times up, rounded; h + x rounded.
-// Bitwise the CPU twin's; each element depends only on its own inputs.
+// gpu/elementwise.cu: embedding gather and residual add (backend.h), and the SwiGLU of
+// gemm_swiglu's unfused path (gpu/gemm.cu), element by element with the CPU twin's rounding
+// points: silu(g) = g / (1.0f + expf(-g)) in fp32 (IEEE division, glibc's expf:
+// device_numerics.h d_swiglu), rounded to bf16, times up, rounded; h + x rounded. Bitwise the CPU
+// twin's; each element depends only on its own inputs.
 #include "cuda_internal.h"
 #include "device_numerics.h"
 #include "pdl.h"
@@ -29,9 +30,7 @@ __global__ void swiglu_k(const uint16_t *gate, const uint16_t *up, size_t n, uin
     pdl_allow_dependents();
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
-        float g = d_bf16_to_f32(gate[i]);
-        float s = d_bf16_round(__fdiv_rn(g, __fadd_rn(1.0f, d_expf(-g))));
-        out[i] = d_f32_to_bf16(__fmul_rn(s, d_bf16_to_f32(up[i])));
+        out[i] = d_swiglu(gate[i], up[i]);
     }
 }
 

@@ -37,6 +37,11 @@
 // (weights are immutable) and only then wait for that kernel's output. A decode step's GEMMs are 5–50 MB each,
 // read in microseconds, so hiding each one's launch and first-load latency is a large share of
 // its time.
+//
+// gemm_swiglu (backend.h) is gate and up through gemm_split with the SwiGLU in the fold (a block
+// takes the same columns of both products) up to 16 rows, or, past that or where gemm_split does
+// not suit the shape, the two products by the kernels above and the SwiGLU kernel
+// (elementwise.cu): the same bits either way.
 #include <stdlib.h>
 #include <string.h>
 
@@ -216,10 +221,10 @@ __device__ __forceinline__ void split_load(const uint16_t *__restrict__ w, int N
 
 // Segment s of the block's tile (rows 0 .. 16·MT - 1, NT column tiles of 8) with its weights in
 // b: the mma chain of segment_mma (the same fragment values and order; each A fragment serves the
-// NT column tiles), parked in part[s] ([16·MT][8·NT]).
+// NT column tiles), parked in park ([16·MT][8·NT]).
 template <int MT, bool HALF, int NT>
 __device__ __forceinline__ void split_segment(const uint16_t *__restrict__ x, int M, int K, int s,
-                                              const uint4 b[NT][KSEG / KCHUNK], float *part) {
+                                              const uint4 b[NT][KSEG / KCHUNK], float *park) {
     constexpr int AB = split_a_batch<MT, HALF>();
     const int k_seg = s * KSEG;
     const int n_chunks = min(KSEG / KCHUNK, (K - k_seg + KCHUNK - 1) / KCHUNK);
@@ -243,8 +248,7 @@ __device__ __forceinline__ void split_segment(const uint16_t *__restrict__ x, in
         for (int i = 0; i < MT; i++)
 #pragma unroll
             for (int e = 0; e < 4; e++)
-                part[(size_t)s * 16 * MT * TC + frag_row(i, e) * TC + frag_col(j, e)] =
-                    acc[j][i][e];
+                park[frag_row(i, e) * TC + frag_col(j, e)] = acc[j][i][e];
 }
 
 // The products of one gemm_split launch (backend.h gemm_group; a plain gemm is a group of one):
@@ -258,54 +262,78 @@ struct split_group {
     int n;
 };
 
+// Item v of a gemm_split block: segment v of w, or (SW: gemm_swiglu, v >= S) segment v - S of
+// w_up.
+template <bool SW>
+__device__ __forceinline__ const uint16_t *item_w(const uint16_t *w, const uint16_t *w_up, int S,
+                                                  int v) {
+    return SW && v >= S ? w_up : w;
+}
+template <bool SW>
+__device__ __forceinline__ int item_s(int S, int v) {
+    return SW && v >= S ? v - S : v;
+}
+
 // Block b computes 8·NT columns of all rows (M <= 16·MT) of one product of the group: warp w
 // takes segments s = w, w + W, ..., holding the next one's weights in flight (two register sets,
 // alternating) while it computes one, the first one's issued before pdl_wait_primary (weights are
 // immutable); the block then folds the segments in s order. Several blocks share an SM, so one
 // block's fold overlaps the others' streaming. NT > 1 reads each A fragment (x) once for NT
-// column tiles (taller M: x's loads outnumber the weights'). Needs K % 8 == 0 and 16-byte
-// aligned x and w.
-template <int MT, bool HALF, int NT>
+// column tiles (taller M: x's loads outnumber the weights'). SW (gemm_swiglu): the group is gate
+// and up of one N, block b takes the same columns of both (its items: gate's S segments, then
+// up's), folds each, rounds them as gemm does and writes their SwiGLU to y[0]. Needs K % 8 == 0
+// and 16-byte aligned x and w.
+template <int MT, bool HALF, int NT, bool SW>
 __global__ void __launch_bounds__(32 * SPLIT_MAX_WARPS)
     gemm_split(const uint16_t *__restrict__ x, int M, int K, const split_group G, int out_f32,
                int S) {
     constexpr int TC = 8 * NT, TE = 16 * MT * TC;
-    extern __shared__ float split_part[]; // [S][16·MT][8·NT]
+    extern __shared__ float split_part[]; // [V][16·MT][8·NT], V = S (SW: 2S, gate's then up's)
     // The block's product (constant indices only: a dynamic one would copy G to local memory).
     const uint16_t *__restrict__ w = G.w[0];
+    const uint16_t *__restrict__ w_up = SW ? G.w[1] : nullptr;
     void *y = G.y[0];
     int N = G.N[0], first_tile = 0;
 #pragma unroll
     for (int q = 1; q < BE_GEMM_GROUP_MAX; q++)
-        if (q < G.n && (int)blockIdx.x >= G.tile_end[q - 1]) {
+        if (!SW && q < G.n && (int)blockIdx.x >= G.tile_end[q - 1]) {
             w = G.w[q];
             y = G.y[q];
             N = G.N[q];
             first_tile = G.tile_end[q - 1];
         }
     const int n0 = TC * ((int)blockIdx.x - first_tile);
-    const int W = blockDim.x >> 5;
-    int s = threadIdx.x >> 5;
+    const int W = blockDim.x >> 5, V = SW ? 2 * S : S;
+    int v = threadIdx.x >> 5;
     pdl_allow_dependents();
     uint4 b0[NT][KSEG / KCHUNK], b1[NT][KSEG / KCHUNK];
-    if (s < S) split_load<NT>(w, N, K, n0, s, b0);
+    if (v < V) split_load<NT>(item_w<SW>(w, w_up, S, v), N, K, n0, item_s<SW>(S, v), b0);
     pdl_wait_primary();
-    while (s < S) {
-        if (s + W < S) split_load<NT>(w, N, K, n0, s + W, b1);
-        split_segment<MT, HALF, NT>(x, M, K, s, b0, split_part);
-        s += W;
-        if (s >= S) break;
-        if (s + W < S) split_load<NT>(w, N, K, n0, s + W, b0);
-        split_segment<MT, HALF, NT>(x, M, K, s, b1, split_part);
-        s += W;
+    while (v < V) {
+        if (v + W < V)
+            split_load<NT>(item_w<SW>(w, w_up, S, v + W), N, K, n0, item_s<SW>(S, v + W), b1);
+        split_segment<MT, HALF, NT>(x, M, K, item_s<SW>(S, v), b0, split_part + (size_t)v * TE);
+        v += W;
+        if (v >= V) break;
+        if (v + W < V)
+            split_load<NT>(item_w<SW>(w, w_up, S, v + W), N, K, n0, item_s<SW>(S, v + W), b0);
+        split_segment<MT, HALF, NT>(x, M, K, item_s<SW>(S, v), b1, split_part + (size_t)v * TE);
+        v += W;
     }
     __syncthreads();
     for (int e = threadIdx.x; e < TE; e += blockDim.x) {
         const int m = e / TC, n = n0 + e % TC;
         if (m >= M || n >= N) continue;
-        float v = split_part[e];
-        for (int ss = 1; ss < S; ss++) v = __fadd_rn(v, split_part[ss * TE + e]);
-        store_out(y, out_f32, N, m, n, v);
+        float val = split_part[e];
+        for (int ss = 1; ss < S; ss++) val = __fadd_rn(val, split_part[ss * TE + e]);
+        if (!SW) {
+            store_out(y, out_f32, N, m, n, val);
+            continue;
+        }
+        float up = split_part[S * TE + e];
+        for (int ss = 1; ss < S; ss++) up = __fadd_rn(up, split_part[(S + ss) * TE + e]);
+        static_cast<uint16_t *>(y)[(size_t)m * N + n] =
+            d_swiglu(d_f32_to_bf16(val), d_f32_to_bf16(up));
     }
 }
 
@@ -578,7 +606,7 @@ int split_forced_warps(void) {
 // the many-wave launches (gate/up, q/k/v, the head), which measured slower in a decode than 4-5
 // (likely: a tile's rows requested in more, smaller pieces over time). Measured on the H200
 // against fixed W and without the floor (bench/README.md).
-template <int MT, bool HALF, int NT>
+template <int MT, bool HALF, int NT, bool SW>
 int split_warps(const cuda_ctx *c, int tiles, int S, size_t smem) {
     if (split_forced_warps()) return split_forced_warps() < S ? split_forced_warps() : S;
     // Resident blocks per SM by warps (index W) for each shared-memory size asked for (one per K
@@ -594,7 +622,7 @@ int split_warps(const cuda_ctx *c, int tiles, int S, size_t smem) {
         smem_of[at] = smem;
         for (int W = 1; W <= SPLIT_MAX_WARPS; W++)
             CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                &per_sm_of[at][W], gemm_split<MT, HALF, NT>, 32 * W, smem));
+                &per_sm_of[at][W], gemm_split<MT, HALF, NT, SW>, 32 * W, smem));
     }
     const int *per_sm = per_sm_of[at];
     int best = 1;
@@ -611,26 +639,28 @@ int split_warps(const cuda_ctx *c, int tiles, int S, size_t smem) {
 }
 
 // Launches gemm_split for group G (w, y, N and n set; the column tiles are filled here) when x
-// and w allow 16-byte loads and its shared memory fits; false otherwise.
-template <int MT, bool HALF, int NT>
+// and w allow 16-byte loads and its shared memory fits; false otherwise. SW: G is gate and up of
+// one N (gemm_swiglu), a tile covers both, its block has 2S items.
+template <int MT, bool HALF, int NT, bool SW>
 bool launch_split(const cuda_ctx *c, const bf16 *x, int M, int K, split_group G, int out_f32,
                   int vec, int S) {
     static int smem_set = 0; // the opt-in above 48 KB, once per instantiation
-    const size_t smem = (size_t)S * 16 * MT * 8 * NT * sizeof(float);
+    const int V = SW ? 2 * S : S;
+    const size_t smem = (size_t)V * 16 * MT * 8 * NT * sizeof(float);
     if (!vec || M > split_max_m() || smem > (size_t)smem_optin()) return false;
     if (!smem_set) {
-        CUDA_CHECK(cudaFuncSetAttribute(gemm_split<MT, HALF, NT>,
+        CUDA_CHECK(cudaFuncSetAttribute(gemm_split<MT, HALF, NT, SW>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, smem_optin()));
         smem_set = 1;
     }
     int tiles = 0;
-    for (int p = 0; p < G.n; p++) {
+    for (int p = 0; p < (SW ? 1 : G.n); p++) {
         tiles += (G.N[p] + 8 * NT - 1) / (8 * NT);
         G.tile_end[p] = tiles;
     }
-    const int W = split_warps<MT, HALF, NT>(c, tiles, S, smem);
-    launch_dependent(c, gemm_split<MT, HALF, NT>, dim3((unsigned)tiles), 32 * W, smem, x, M, K, G,
-                     out_f32, S);
+    const int W = split_warps<MT, HALF, NT, SW>(c, tiles, V, smem);
+    launch_dependent(c, gemm_split<MT, HALF, NT, SW>, dim3((unsigned)tiles), 32 * W, smem, x, M,
+                     K, G, out_f32, S);
     return true;
 }
 
@@ -640,17 +670,22 @@ bool launch_split(const cuda_ctx *c, const bf16 *x, int M, int K, split_group G,
 // fewer resident blocks cost more than x's loads save). 33 to 64 rows: gemm_split while the
 // parked segments take at most SPLIT_TALL_MAX_SMEM (K up to 10240), gemm_stream beyond. Both
 // limits measured on the H200 per Qwen3-4B shape (bench/README.md).
+// SW (gemm_swiglu): up to 16 rows only; past that its block's 2S parked segments would force
+// 8-column tiles at 17-32 rows (measured: spec at 4 requests 1 % slower than gemm_group + the
+// SwiGLU kernel).
 constexpr size_t SPLIT_TALL_MAX_SMEM = 80 << 10;
+template <bool SW>
 bool launch_split_any(const cuda_ctx *c, const bf16 *x, int M, int K, const split_group &G,
                       int out_f32, int vec, int S) {
-    if (M <= 8) return launch_split<1, true, 1>(c, x, M, K, G, out_f32, vec, S);
-    if (M <= 16) return launch_split<1, false, 2>(c, x, M, K, G, out_f32, vec, S);
+    if (M <= 8) return launch_split<1, true, 1, SW>(c, x, M, K, G, out_f32, vec, S);
+    if (M <= 16) return launch_split<1, false, 2, SW>(c, x, M, K, G, out_f32, vec, S);
+    if (SW) return false;
     if (M <= 32)
         return (size_t)S * 32 * 16 * sizeof(float) <= (32 << 10)
-                   ? launch_split<2, false, 2>(c, x, M, K, G, out_f32, vec, S)
-                   : launch_split<2, false, 1>(c, x, M, K, G, out_f32, vec, S);
+                   ? launch_split<2, false, 2, false>(c, x, M, K, G, out_f32, vec, S)
+                   : launch_split<2, false, 1, false>(c, x, M, K, G, out_f32, vec, S);
     if (M <= 64 && (size_t)S * 64 * 8 * sizeof(float) <= SPLIT_TALL_MAX_SMEM)
-        return launch_split<4, false, 1>(c, x, M, K, G, out_f32, vec, S);
+        return launch_split<4, false, 1, false>(c, x, M, K, G, out_f32, vec, S);
     return false;
 }
 
@@ -674,7 +709,7 @@ void cu_gemm(void *ctx, const bf16 *x, int M, int K, const bf16 *w, int N, void 
     // Every path computes identical bits (see the top of this file); the choice is speed.
     // Few rows: each weight is loaded once, straight into registers, split over K.
     const split_group G = {{w}, {y}, {N}, {0}, 1};
-    if (launch_split_any(c, x, M, K, G, out_f32, vec, S)) return;
+    if (launch_split_any<false>(c, x, M, K, G, out_f32, vec, S)) return;
     // Up to 256 rows: the weights stream through shared memory once per 16·MT-row tile.
     if (M <= 8 && launch_stream<1, true>(c, x, M, K, w, N, y, out_f32, vec, S)) return;
     if (M > 8 && M <= 16 && launch_stream<1, false>(c, x, M, K, w, N, y, out_f32, vec, S)) return;
@@ -700,6 +735,25 @@ void cu_gemm_group(void *ctx, const bf16 *x, int M, int K, int n, const bf16 *co
     G.n = n;
     // One launch where gemm_split suits the shape; otherwise the products one by one (the same
     // bits either way: every kernel computes the order at the top of this file).
-    if (launch_split_any(c, x, M, K, G, 0, vec, (K + KSEG - 1) / KSEG)) return;
+    if (launch_split_any<false>(c, x, M, K, G, 0, vec, (K + KSEG - 1) / KSEG)) return;
     for (int p = 0; p < n; p++) cu_gemm(ctx, x, M, K, w[p], N[p], y[p], 0);
+}
+
+void cu_gemm_swiglu(void *ctx, const bf16 *x, int M, int K, const bf16 *w_gate, const bf16 *w_up,
+                    int N, bf16 *out) {
+    cuda_ctx *c = static_cast<cuda_ctx *>(ctx);
+    SG_CHECK(M >= 1 && K >= 1 && N >= 1, "gemm_swiglu shape M %d K %d N %d", M, K, N);
+    const int vec = K % 8 == 0 && (uintptr_t)x % 16 == 0 && (uintptr_t)w_gate % 16 == 0 &&
+                    (uintptr_t)w_up % 16 == 0;
+    // One launch where gemm_split suits the shape (the SwiGLU in its fold); otherwise the two
+    // products into scratch, then the SwiGLU kernel: the same bits either way.
+    const split_group G = {{w_gate, w_up}, {out, nullptr}, {N, N}, {0}, 2};
+    if (launch_split_any<true>(c, x, M, K, G, 0, vec, (K + KSEG - 1) / KSEG)) return;
+    const size_t n = (size_t)M * N;
+    bf16 *gate = static_cast<bf16 *>(cuda_scratch(c, 2 * n * sizeof(bf16))), *up = gate + n;
+    const bf16 *const w[] = {w_gate, w_up};
+    const int Ns[] = {N, N};
+    bf16 *const y[] = {gate, up};
+    cu_gemm_group(ctx, x, M, K, 2, w, Ns, y);
+    cu_swiglu(ctx, gate, up, n, out);
 }

@@ -373,20 +373,52 @@ START_TEST(test_attention_batch_invariance) {
 }
 END_TEST
 
+// gemm_swiglu is gemm_group's gate and up, then the SwiGLU of backend.h in fp32, bit for bit.
+START_TEST(test_gemm_swiglu_is_gemms) {
+    enum { M = 3, K = 40, N = 7 };
+    bf16 *x = tu_random_bf16(M * K, 1.0, 21), *wg = tu_random_bf16(N * K, 0.3, 22);
+    bf16 *wu = tu_random_bf16(N * K, 0.2, 23);
+    bf16 *dx = dev(x, sizeof(bf16) * M * K), *dwg = dev(wg, sizeof(bf16) * N * K);
+    bf16 *dwu = dev(wu, sizeof(bf16) * N * K), *dout = dev(NULL, sizeof(bf16) * M * N);
+    bf16 *dgate = dev(NULL, sizeof(bf16) * M * N), *dup = dev(NULL, sizeof(bf16) * M * N);
+    be->gemm_swiglu(be->ctx, dx, M, K, dwg, dwu, N, dout);
+    const bf16 *w[] = {dwg, dwu};
+    const int Ns[] = {N, N};
+    bf16 *const y[] = {dgate, dup};
+    be->gemm_group(be->ctx, dx, M, K, 2, w, Ns, y);
+    bf16 out[M * N], gate[M * N], up[M * N];
+    get(out, dout, sizeof out);
+    get(gate, dgate, sizeof gate);
+    get(up, dup, sizeof up);
+    for (int i = 0; i < M * N; i++) {
+        float gv = bf16_to_f32(gate[i]);
+        float want = bf16_round(gv / (1.0f + expf(-gv))) * bf16_to_f32(up[i]);
+        ck_assert_uint_eq(out[i], f32_to_bf16(want));
+    }
+    void *bufs[] = {dx, dwg, dwu, dout, dgate, dup};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) dfree(bufs[i]);
+    free(x);
+    free(wg);
+    free(wu);
+}
+END_TEST
+
 // ---- elementwise ----
 
-// swiglu: two roundings, |out - silu(g)·u| <= 2^-7·|silu(g)·u|; add: one, 2^-8·|h + x|.
+// gemm_swiglu with K = 1 and x = 1 (so gate = g, up = u exactly): two roundings,
+// |out - silu(g)·u| <= 2^-7·|silu(g)·u|; add: one, 2^-8·|h + x|.
 START_TEST(test_swiglu_add_embed) {
     size_t n = 64;
-    bf16 *g = tu_random_bf16(n, 3.0, 9), *u = tu_random_bf16(n, 1.0, 10);
-    bf16 *dg = dev(g, n * 2), *du = dev(u, n * 2), *dout = dev(NULL, n * 2);
-    be->swiglu(be->ctx, dg, du, n, dout);
+    bf16 *g = tu_random_bf16(n, 3.0, 9), *u = tu_random_bf16(n, 1.0, 10), one = f32_to_bf16(1.0f);
+    bf16 *dg = dev(g, n * 2), *du = dev(u, n * 2), *dout = dev(NULL, n * 2), *done = dev(&one, 2);
+    be->gemm_swiglu(be->ctx, done, 1, 1, dg, du, (int)n, dout);
     bf16 out[64];
     get(out, dout, sizeof out);
     for (size_t i = 0; i < n; i++) {
         double exact = f(g[i]) / (1.0 + exp(-f(g[i]))) * f(u[i]);
         ck_assert_double_le(fabs(f(out[i]) - exact), 0x1p-7 * fabs(exact) + 1e-30);
     }
+    dfree(done);
     be->add(be->ctx, dg, du, n);
     get(out, dg, sizeof out);
     for (size_t i = 0; i < n; i++) {
@@ -616,6 +648,7 @@ int main(void) {
     tcase_add_test(tc, test_gemm_vs_fp64);
     tcase_add_test(tc, test_gemm_batch_invariance);
     tcase_add_test(tc, test_gemm_group_is_gemms);
+    tcase_add_test(tc, test_gemm_swiglu_is_gemms);
     tcase_add_test(tc, test_rmsnorm_vs_fp64);
     tcase_add_test(tc, test_qk_norm_rope_store);
     tcase_add_test(tc, test_attention_vs_fp64);

@@ -7,10 +7,11 @@
 // - the tool catches faults, each with the check meant for it: an out-of-bounds write (guard
 //   zone), a result that depends on the batch size (batch invariance and the twin comparison), a
 //   wrong tie rule (first bad element named), a nondeterministic op (rerun);
-// - the order rule (gemm's own K order, design.md §3): a gemm and a markov_step bias summing K in
-//   another order (descending k) pass although their bits differ from the twin's (fp32 logits),
-//   and so does a bf16 output rounded the other way (one bf16 ULP); one dropped k term fails
-//   (gemm, gemm_logits, markov_step's top_vals); a logits argmax that differs within both values'
+// - the order rule (gemm's own K order, design.md §3): a gemm, a gemm_swiglu and a markov_step
+//   bias summing K in another order (descending k) pass although their bits differ from the
+//   twin's (fp32 logits), and so does a bf16 output rounded the other way (one bf16 ULP; for
+//   gemm_swiglu its gate and up); one dropped k term fails (gemm, gemm_logits, gemm_swiglu,
+//   markov_step's top_vals); a logits argmax that differs within both values'
 //   allowances is a reported near tie that passes, one beyond them fails.
 // ctest-labels: cpu;unit
 #include <cjson/cJSON.h>
@@ -30,7 +31,7 @@ START_TEST(test_list_needs_no_gpu) {
     static const char *ops[] = {
         "copy",       "embed",        "gemm",           "gemm_logits", "gemm_group",
         "rmsnorm",    "add_rmsnorm",  "qk_norm_rope_store",            "attention",
-        "swiglu",     "add",          "argmax",         "top2",        "markov_step",
+        "gemm_swiglu", "add",          "argmax",         "top2",        "markov_step",
         "ladder_force", "page_copy",  "copy_rows",      "digest",      "digest_bf16"};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
         char key[64];
@@ -114,21 +115,22 @@ START_TEST(test_cpu_against_itself) {
     ck_assert_str_eq(cJSON_GetObjectItem(c0, "batch_invariance")->valuestring, "ok");
     ck_assert_str_eq(cJSON_GetObjectItem(c0, "guard")->valuestring, "ok");
     ck_assert_str_eq(cJSON_GetObjectItem(c0, "graph_vs_eager")->valuestring, "-"); // no graphs
-    // The order rule's figures for gemm, gemm_logits, gemm_group and markov_step only: 0 against
-    // itself.
+    // The order rule's figures for gemm, gemm_logits, gemm_group, gemm_swiglu and markov_step
+    // only: 0 against itself.
     int order_ops = 0;
     for (int i = 0; i < cJSON_GetArraySize(cases); i++) {
         const cJSON *c = cJSON_GetArrayItem(cases, i), *w = cJSON_GetObjectItem(c, "worst_d_over_s");
         const char *op = cJSON_GetObjectItem(c, "op")->valuestring;
         int order = strcmp(op, "gemm") == 0 || strcmp(op, "gemm_logits") == 0 ||
-                    strcmp(op, "gemm_group") == 0 || strcmp(op, "markov_step") == 0;
+                    strcmp(op, "gemm_group") == 0 || strcmp(op, "gemm_swiglu") == 0 ||
+                    strcmp(op, "markov_step") == 0;
         ck_assert_msg(order == (w != NULL), "%s: worst_d_over_s %s", op, w ? "present" : "absent");
         if (!w) continue;
         order_ops++;
         ck_assert_double_eq(w->valuedouble, 0);
         ck_assert_double_eq(cJSON_GetObjectItem(c, "tol_rel")->valuedouble, 1e-5);
     }
-    ck_assert_int_eq(order_ops, 4);
+    ck_assert_int_eq(order_ops, 5);
     cJSON_Delete(root);
     FILE *f = fopen(csv, "r");
     ck_assert_ptr_nonnull(f);
@@ -264,6 +266,21 @@ static void gemm_descending(void *ctx, const bf16 *x, int M, int K, const bf16 *
         }
 }
 
+// gemm_swiglu with gate and up in gemm_descending's order (and rounding), then backend.h's SwiGLU.
+static void gemm_swiglu_descending(void *ctx, const bf16 *x, int M, int K, const bf16 *w_gate,
+                                   const bf16 *w_up, int N, bf16 *y) {
+    size_t n = (size_t)M * N;
+    bf16 *g = sg_calloc(n, sizeof *g), *u = sg_calloc(n, sizeof *u);
+    gemm_descending(ctx, x, M, K, w_gate, N, g, 0);
+    gemm_descending(ctx, x, M, K, w_up, N, u, 0);
+    for (size_t i = 0; i < n; i++) {
+        float gv = bf16_to_f32(g[i]);
+        y[i] = f32_to_bf16(bf16_round(gv / (1.0f + expf(-gv))) * bf16_to_f32(u[i]));
+    }
+    free(g);
+    free(u);
+}
+
 // markov_step with its bias in gemm_descending's order: each row's score row U + bias built here,
 // then the CPU backend's step without a Markov head (r = 0) over it (u_row = -k points at it).
 static void markov_descending(void *ctx, const float *U, int V, const bf16 *w1, const bf16 *w2,
@@ -319,9 +336,10 @@ START_TEST(test_order_rule_accepts_another_order) {
     cpu_ops = cpu_backend_create();
     sg_backend *f = cpu_backend_create();
     f->gemm = gemm_descending;
+    f->gemm_swiglu = gemm_swiglu_descending;
     f->markov_step = markov_descending;
-    static const char *ops[] = {"gemm", "gemm_logits", "markov_step"};
-    for (int i = 0; i < 3; i++) {
+    static const char *ops[] = {"gemm", "gemm_logits", "gemm_swiglu", "markov_step"};
+    for (int i = 0; i < 4; i++) {
         cJSON *json;
         ck_assert_msg(run_order(ops[i], f, &json) == SG_OK, "%s in another K order failed:\n%s",
                       ops[i], out);
@@ -342,13 +360,17 @@ START_TEST(test_order_rule_accepts_another_order) {
         cJSON_Delete(json);
     }
     // A bf16 output, or markov_step's bf16 bias, that rounds the other way (here: toward zero,
-    // about half the time): within the rule's one bf16 ULP, although far from bitwise.
+    // about half the time): within the rule's one bf16 ULP, although far from bitwise; and so is
+    // gemm_swiglu's SwiGLU of a gate and up rounded that way.
     toward_zero = 1;
     cJSON *json;
     ck_assert_msg(run_order("gemm", f, &json) == SG_OK, "%s", out);
     ck_assert_msg(case_number(json, "share_differing") > 0.3, "%s", out);
     ck_assert_double_eq(case_number(json, "max_ulp"), 1);
     ck_assert_double_eq(case_number(json, "worst_excess_over_s"), 0);
+    cJSON_Delete(json);
+    ck_assert_msg(run_order("gemm_swiglu", f, &json) == SG_OK, "%s", out);
+    ck_assert_msg(case_number(json, "share_differing") > 0.1, "%s", out);
     cJSON_Delete(json);
     ck_assert_msg(run_order("markov_step", f, &json) == SG_OK, "%s", out);
     ck_assert_msg(case_number(json, "share_differing") > 0, "%s", out);
@@ -364,12 +386,13 @@ START_TEST(test_order_rule_catches_a_dropped_term) {
     cpu_ops = cpu_backend_create();
     sg_backend *f = cpu_backend_create();
     f->gemm = gemm_descending;
+    f->gemm_swiglu = gemm_swiglu_descending;
     f->markov_step = markov_descending;
     drop_k0 = 1;
-    static const char *ops[] = {"gemm", "gemm_logits", "markov_step"};
+    static const char *ops[] = {"gemm", "gemm_logits", "gemm_swiglu", "markov_step"};
     static const char *first[] = {"first bad element: y[", "first bad element: y[",
-                                  "first bad element: top_vals["};
-    for (int i = 0; i < 3; i++) {
+                                  "first bad element: out[", "first bad element: top_vals["};
+    for (int i = 0; i < 4; i++) {
         cJSON *json;
         ck_assert_msg(run_order(ops[i], f, &json) == SG_EXIT_FAIL, "%s: dropped term passed:\n%s",
                       ops[i], out);
