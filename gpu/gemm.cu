@@ -200,10 +200,19 @@ __device__ __forceinline__ void mma_chunk(float acc[MT][4], const uint4 a[MT][2]
 constexpr int SPLIT_MAX_WARPS = 8;
 constexpr int SPLIT_MIN_WARPS = 4; // split_warps' floor
 
-// Chunks whose A fragments are loaded together (16 registers of fragments).
-template <int MT, bool HALF>
+// A warp's registers, per tile shape (measured on the H200 with ops perf, bench/README.md):
+// whether its weights are double-buffered (the next item's in flight during an mma chain), and
+// how many chunks' A fragments (x) are loaded together. One-row tiles and the 32 × 16 tile keep
+// the second weight set; the 32 × 8 and 64 × 8 tiles (long K, 33-64 rows) give it up for more of
+// x in flight, which their time is bound by (M = 32 down 33.4 -> 30.6 us; M = 64 down 75.7 ->
+// 72.5, lm_head 790 -> 717).
+template <int MT, int NT>
+__host__ __device__ constexpr bool split_double_buffer() {
+    return MT == 1 || NT == 2;
+}
+template <int MT, bool HALF, int NT>
 __host__ __device__ constexpr int split_a_batch() {
-    return MT == 1 ? (HALF ? 4 : 2) : 1;
+    return MT == 1 ? (HALF ? 4 : 2) : MT == 2 ? (NT == 2 ? 1 : 4) : 2;
 }
 
 // The weights of segment s of columns n0 .. n0 + 8·NT - 1: lane (g, q) holds rows n0 + 8j + g
@@ -225,7 +234,7 @@ __device__ __forceinline__ void split_load(const uint16_t *__restrict__ w, int N
 template <int MT, bool HALF, int NT>
 __device__ __forceinline__ void split_segment(const uint16_t *__restrict__ x, int M, int K, int s,
                                               const uint4 b[NT][KSEG / KCHUNK], float *park) {
-    constexpr int AB = split_a_batch<MT, HALF>();
+    constexpr int AB = split_a_batch<MT, HALF, NT>();
     const int k_seg = s * KSEG;
     const int n_chunks = min(KSEG / KCHUNK, (K - k_seg + KCHUNK - 1) / KCHUNK);
     float acc[NT][MT][4];
@@ -276,8 +285,8 @@ __device__ __forceinline__ int item_s(int S, int v) {
 
 // Block b computes 8·NT columns of all rows (M <= 16·MT) of one product of the group: warp w
 // takes segments s = w, w + W, ..., holding the next one's weights in flight (two register sets,
-// alternating) while it computes one, the first one's issued before pdl_wait_primary (weights are
-// immutable); the block then folds the segments in s order. Several blocks share an SM, so one
+// alternating; one set for the tiles split_double_buffer names) while it computes one, the first
+// one's issued before pdl_wait_primary (weights are immutable); the block then folds the segments in s order. Several blocks share an SM, so one
 // block's fold overlaps the others' streaming. NT > 1 reads each A fragment (x) once for NT
 // column tiles (taller M: x's loads outnumber the weights'). SW (gemm_swiglu): the group is gate
 // and up of one N, block b takes the same columns of both (its items: gate's S segments, then
@@ -309,7 +318,17 @@ __global__ void __launch_bounds__(32 * SPLIT_MAX_WARPS)
     uint4 b0[NT][KSEG / KCHUNK], b1[NT][KSEG / KCHUNK];
     if (v < V) split_load<NT>(item_w<SW>(w, w_up, S, v), N, K, n0, item_s<SW>(S, v), b0);
     pdl_wait_primary();
-    while (v < V) {
+    if constexpr (!split_double_buffer<MT, NT>()) {
+        // One register set: the next item's weights are requested after this one's mma chain.
+        while (v < V) {
+            split_segment<MT, HALF, NT>(x, M, K, item_s<SW>(S, v), b0,
+                                        split_part + (size_t)v * TE);
+            v += W;
+            if (v < V)
+                split_load<NT>(item_w<SW>(w, w_up, S, v), N, K, n0, item_s<SW>(S, v), b0);
+        }
+    }
+    while (split_double_buffer<MT, NT>() && v < V) {
         if (v + W < V)
             split_load<NT>(item_w<SW>(w, w_up, S, v + W), N, K, n0, item_s<SW>(S, v + W), b1);
         split_segment<MT, HALF, NT>(x, M, K, item_s<SW>(S, v), b0, split_part + (size_t)v * TE);
