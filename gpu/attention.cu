@@ -15,6 +15,7 @@
 // chunk, a decode, a verify span or a chain span (path invariance, design.md §3). expf is
 // glibc's (device_numerics.h d_expf), so the output equals the CPU twin's bit for bit. A missing
 // page traps.
+#include "async_copy.h"
 #include "cuda_internal.h"
 #include "device_numerics.h"
 #include "kv_paging.h"
@@ -36,24 +37,27 @@ __host__ __device__ __forceinline__ int att_stride(int hd) {
 
 // The keys (and values when vs) of positions [j0, j0 + cnt) of the row's KV head into ks
 // [ATT_TILE][att_stride(hd)] and vs [ATT_TILE][hd]. The rows' pool offsets are looked up once
-// (rowoff); then every (row, piece) is an independent copy of 16 bytes (head_dim % 8 == 0 and
-// 16-byte aligned pools) or 4 bytes (head_dim is even), all of a thread's in flight at once.
+// (rowoff); then every (row, piece) is an asynchronous copy (async_copy.h) of 16 bytes
+// (head_dim % 8 == 0 and 16-byte aligned pools) or 4 bytes (head_dim is even), all of a
+// thread's in flight at once (a tile is one round trip to memory), waited for before returning.
 // Callers synchronise before (the tiles are being read) and after.
-template <typename P>
+template <int E> // elements per piece: 8 (16 bytes) or 2 (4 bytes)
 __device__ __forceinline__ void copy_pieces(const be_paging &pg, const uint16_t *k_pages,
                                             const uint16_t *v_pages, int cnt, uint16_t *ks,
                                             uint16_t *vs, const size_t *rowoff) {
-    constexpr int E = sizeof(P) / 2; // elements per piece
     const int hd = pg.head_dim, stride = att_stride(hd), pieces = hd / E, n = cnt * pieces;
-#pragma unroll 8
     for (int e = threadIdx.x; e < n; e += blockDim.x) {
         const int r = e / pieces, d = E * (e % pieces);
-        *reinterpret_cast<P *>(ks + r * stride + d) =
-            *reinterpret_cast<const P *>(k_pages + rowoff[r] + d);
-        if (vs)
-            *reinterpret_cast<P *>(vs + r * hd + d) =
-                *reinterpret_cast<const P *>(v_pages + rowoff[r] + d);
+        if (E == 8) {
+            cp_async16(ks + r * stride + d, k_pages + rowoff[r] + d, 16);
+            if (vs) cp_async16(vs + r * hd + d, v_pages + rowoff[r] + d, 16);
+        } else {
+            cp_async4(ks + r * stride + d, k_pages + rowoff[r] + d);
+            if (vs) cp_async4(vs + r * hd + d, v_pages + rowoff[r] + d);
+        }
     }
+    cp_async_commit();
+    cp_async_wait<0>();
 }
 __device__ __forceinline__ void load_tile(const be_paging &pg, const uint16_t *k_pages,
                                           const uint16_t *v_pages, int s, size_t off, int j0,
@@ -61,9 +65,9 @@ __device__ __forceinline__ void load_tile(const be_paging &pg, const uint16_t *k
     for (int r = threadIdx.x; r < cnt; r += blockDim.x) rowoff[r] = kv_row(pg, s, j0 + r) + off;
     __syncthreads();
     if (pg.head_dim % 8 == 0 && ((uintptr_t)k_pages | (uintptr_t)v_pages) % 16 == 0)
-        copy_pieces<uint4>(pg, k_pages, v_pages, cnt, ks, vs, rowoff);
+        copy_pieces<8>(pg, k_pages, v_pages, cnt, ks, vs, rowoff);
     else
-        copy_pieces<uint32_t>(pg, k_pages, v_pages, cnt, ks, vs, rowoff);
+        copy_pieces<2>(pg, k_pages, v_pages, cnt, ks, vs, rowoff);
 }
 
 // Score of key row kr of the staged tile: (q · k) · scale, d ascending (16-byte reads when
@@ -108,16 +112,18 @@ __global__ void __launch_bounds__(ATT_THREADS)
     const size_t qd = (size_t)n_heads * hd;
     const int s = row_table[i], nk = n_keys[i];
     if (nk < 1) __trap();
-    for (int d = t; d < hd; d += blockDim.x)
-        qs[d] = d_bf16_to_f32(q[(size_t)i * qd + (size_t)h * hd + d]);
+    // The query's loads are issued first and land while the tile is looked up and copied.
+    static_assert(2 * ATT_THREADS >= ATT_MAX_HD, "two query elements per thread");
+    const uint16_t *qh = q + (size_t)i * qd + (size_t)h * hd;
+    const uint16_t q0 = t < hd ? qh[t] : 0, q1 = t + ATT_THREADS < hd ? qh[t + ATT_THREADS] : 0;
 
     // A context of one tile is staged once for all three passes (keys and values); a longer one
     // tile by tile in each pass (keys; values in pass 3).
     const bool one_tile = nk <= ATT_TILE;
-    if (one_tile) {
-        load_tile(pg, k_pages, v_pages, s, off, 0, nk, ks, vs, rowoff);
-        __syncthreads();
-    }
+    if (one_tile) load_tile(pg, k_pages, v_pages, s, off, 0, nk, ks, vs, rowoff);
+    if (t < hd) qs[t] = d_bf16_to_f32(q0);
+    if (t + ATT_THREADS < hd) qs[t + ATT_THREADS] = d_bf16_to_f32(q1);
+    __syncthreads();
 
     // Pass 1: the maximum score (one tile: thread t keeps its key's score for the later passes,
     // the same bits as recomputing it).

@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "async_copy.h"
 #include "cuda_internal.h"
 #include "device_numerics.h"
 #include "pdl.h"
@@ -369,16 +370,6 @@ constexpr int ST_MAX_WARPS = 8;
 template <int MT, bool HALF>
 __host__ __device__ constexpr int st_a_batch() {
     return MT == 1 ? (HALF ? 8 : 4) : MT == 2 ? 2 : 1;
-}
-
-__device__ __forceinline__ void cp_async16(void *dst, const void *src, int bytes) {
-    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(src), "r"(bytes));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
-template <int PENDING>
-__device__ __forceinline__ void cp_async_wait() {
-    asm volatile("cp.async.wait_group %0;" ::"n"(PENDING));
 }
 
 // The warp copies item (columns n0 .. n0+7, segment s) into a ring stage: 8 rows × 32 pieces of
