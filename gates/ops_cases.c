@@ -436,8 +436,9 @@ static void run_attention(const sg_backend *be, const ops_case *c, void *const *
 // ---- gemm_swiglu: gate and up products and their SwiGLU ----
 
 // p: K, N. Buffers: x, w_gate, w_up, out. tiny: K % 8 != 0 (the unfused path); small: 16 rows
-// (the fused path's 16-column tiles); qwen3: gate/up at 80 rows (the unfused path: gemm_stream and the SwiGLU
-// kernel) vs each row alone (one fused launch), bitwise; the twin runs the first 8 rows.
+// (the fused path's 16-column tiles); qwen3: gate/up at 80 rows (the unfused path: gemm_stream
+// and the SwiGLU kernel) vs each row alone (one fused launch), bitwise; the twin runs the first 8
+// rows.
 static void make_gemm_swiglu(ops_case *c, int size, rng *r) {
     static const int rows[] = {3, 16, 80}, K[] = {20, 200, 2560}, N[] = {5, 77, 9728};
     int k = K[size], n = N[size];

@@ -10,11 +10,11 @@
 // by asynchronous copies (all of a tile's in flight at once), so no thread waits on a global load
 // per key; past one tile the scores are not stored between passes but recomputed (the same
 // arithmetic gives the same bits), so no scratch sized by the context length is needed (within
-// one tile each thread keeps its own score and exponential in registers). Every number depends only on the row's own query, its sequence's
-// K/V at positions 0 .. n_keys-1 and the head geometry: the same for a row alone, in a prefill
-// chunk, a decode, a verify span or a chain span (path invariance, design.md §3). expf is
-// glibc's (device_numerics.h d_expf), so the output equals the CPU twin's bit for bit. A missing
-// page traps.
+// one tile each thread keeps its own score and exponential in registers). Every number depends
+// only on the row's own query, its sequence's K/V at positions 0 .. n_keys-1 and the head
+// geometry: the same for a row alone, in a prefill chunk, a decode, a verify span or a chain span
+// (path invariance, design.md §3). expf is glibc's (device_numerics.h d_expf), so the output
+// equals the CPU twin's bit for bit. A missing page traps.
 #include "async_copy.h"
 #include "cuda_internal.h"
 #include "device_numerics.h"

@@ -288,8 +288,8 @@ __device__ __forceinline__ int item_s(int S, int v) {
 // Block b computes 8·NT columns of all rows (M <= 16·MT) of one product of the group: warp w
 // takes segments s = w, w + W, ..., holding the next one's weights in flight (two register sets,
 // alternating; one set for the tiles split_double_buffer names) while it computes one, the first
-// one's issued before pdl_wait_primary (weights are immutable); the block then folds the segments in s order. Several blocks share an SM, so one
-// block's fold overlaps the others' streaming. NT > 1 reads each A fragment (x) once for NT
+// one's issued before pdl_wait_primary (weights are immutable); the block then folds the segments
+// in s order. Several blocks share an SM, so one block's fold overlaps the others' streaming. NT > 1 reads each A fragment (x) once for NT
 // column tiles (taller M: x's loads outnumber the weights'). SW (gemm_swiglu): the group is gate
 // and up of one N, block b takes the same columns of both (its items: gate's S segments, then
 // up's), folds each, rounds them as gemm does and writes their SwiGLU to y[0]. Needs K % 8 == 0
