@@ -294,7 +294,6 @@ static void cpu_embed(void *ctx, const bf16 *table, int H, const int32_t *ids, i
         memcpy(out + (size_t)i * H, table + (size_t)ids[i] * H, (size_t)H * sizeof(bf16));
 }
 
-
 static void cpu_add(void *ctx, bf16 *h, const bf16 *x, size_t n) {
     (void)ctx;
     for (size_t i = 0; i < n; i++) h[i] = f32_to_bf16(bf16_to_f32(h[i]) + bf16_to_f32(x[i]));

@@ -2,8 +2,7 @@
 // CPU twin's (common/bf16.h, engine/cpu_backend.c): bf16 conversion with round-to-nearest-even
 // and the CPU's quiet-NaN rule; one multiply-add step with two roundings (attention's sequential
 // dot products); the top-2 order (value descending, then id ascending); glibc's expf and the
-// SwiGLU built on it. (The
-// GEMM is the one op with its own order on the device: gpu/gemm.cu.)
+// SwiGLU built on it. (The GEMM is the one op with its own order on the device: gpu/gemm.cu.)
 //
 // Every product and sum is written with __fmul_rn / __fadd_rn, which the compiler never contracts
 // into an FMA (the CPU side is built with -ffp-contract=off); gpu/ is also compiled with

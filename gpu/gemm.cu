@@ -34,9 +34,9 @@
 //     registers. Many rows.
 // All are launched as programmatic dependents (pdl.h): their blocks may start while the kernel
 // before them finishes, gemm_split's and gemm_stream's warps issue their first weight loads
-// (weights are immutable) and only then wait for that kernel's output. A decode step's GEMMs are 5–50 MB each,
-// read in microseconds, so hiding each one's launch and first-load latency is a large share of
-// its time.
+// (weights are immutable) and only then wait for that kernel's output. A decode step's GEMMs are
+// 5–50 MB each, read in microseconds, so hiding each one's launch and first-load latency is a
+// large share of its time.
 //
 // gemm_swiglu (backend.h) is gate and up through gemm_split with the SwiGLU in the fold (a block
 // takes the same columns of both products) up to 16 rows, or, past that or where gemm_split does
