@@ -312,8 +312,8 @@ int ops_run(const ops_options *o, const sg_backend *test, const ops_device *dev,
             }
         }
     }
-    gemm_perf_row gp[(N_QWEN3_WEIGHTS + 1) * N_PERF_M];
-    inv_row inv[N_QWEN3_WEIGHTS + 1];
+    gemm_perf_row gp[N_PERF_WEIGHTS * N_PERF_M];
+    inv_row inv[N_PERF_WEIGHTS];
     int n_gp = 0, n_inv = 0;
     if (st == SG_OK && o->perf && (!o->op || strcmp(o->op, "gemm") == 0))
         st = ops_perf_gemm(test, dev, o->seed, out, gp, &n_gp, inv, &n_inv);

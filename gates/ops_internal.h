@@ -186,7 +186,8 @@ int ops_run_case(ops_case *c, const sg_backend *test, const ops_device *dev, con
 
 // ---- perf (ops_perf.c) ----
 
-#define N_PERF_M 7 // the M of the gemm table: (N_QWEN3_WEIGHTS + 1) * N_PERF_M rows
+#define N_PERF_M 7 // the M of the gemm table: N_PERF_WEIGHTS * N_PERF_M rows
+#define N_PERF_WEIGHTS (N_QWEN3_WEIGHTS + 2) // and the head, and the Markov w2 (a step's bias)
 
 typedef struct {
     char weight[32];

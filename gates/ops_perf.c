@@ -115,7 +115,7 @@ int ops_perf_gemm(const sg_backend *be, const ops_device *dev, uint64_t seed, FI
     struct {
         const char *name;
         int N, K, f32;
-    } ws[N_QWEN3_WEIGHTS + 1];
+    } ws[N_PERF_WEIGHTS];
     for (int i = 0; i < N_QWEN3_WEIGHTS; i++) {
         ws[i].name = ops_qwen3_weights[i].name;
         ws[i].N = ops_qwen3_weights[i].N;
@@ -126,15 +126,20 @@ int ops_perf_gemm(const sg_backend *be, const ops_device *dev, uint64_t seed, FI
     ws[N_QWEN3_WEIGHTS].N = 151936;
     ws[N_QWEN3_WEIGHTS].K = 2560;
     ws[N_QWEN3_WEIGHTS].f32 = 1;
+    // A Markov step's bias (dspark-spec.md §3): w2 [V, r] of the DSpark drafter, rank 256.
+    ws[N_QWEN3_WEIGHTS + 1].name = "markov_w2";
+    ws[N_QWEN3_WEIGHTS + 1].N = 151936;
+    ws[N_QWEN3_WEIGHTS + 1].K = 256;
+    ws[N_QWEN3_WEIGHTS + 1].f32 = 0;
     fprintf(out,
-            "\ngemm (Qwen3-4B shapes; TFLOP/s = 2MNK/t, GB/s = weight bytes/t; %s = the same "
-            "shape through %s)\n",
+            "\ngemm (Qwen3-4B and DSpark shapes; TFLOP/s = 2MNK/t, GB/s = weight bytes/t; %s = "
+            "the same shape through %s)\n",
             dev->vendor_gemm ? dev->vendor_name : "vendor",
             dev->vendor_gemm ? dev->vendor_name : "none");
     fprintf(out, "%-10s %6s %6s %7s %10s %8s %8s %10s %8s\n", "weight", "M", "K", "N", "us",
             "TFLOP/s", "GB/s", "vendor_us", "TFLOP/s");
     rng r = {seed ^ 0x5eedf00dull};
-    for (int wi = 0; wi <= N_QWEN3_WEIGHTS; wi++) {
+    for (int wi = 0; wi < N_PERF_WEIGHTS; wi++) {
         int N = ws[wi].N, K = ws[wi].K, Mmax = 2048;
         size_t wbytes = (size_t)N * K * 2;
         gemm_timing g = {.be = be, .dev = dev, .K = K, .N = N, .f32 = ws[wi].f32};
