@@ -65,8 +65,8 @@ __global__ void __launch_bounds__(MK_THREADS)
     if (k >= 0 && mk_prev(a, i, k) >= 0) {
         const float *u = a.U + (size_t)(a.u_row[i] + k) * a.V;
         const uint16_t *b = bias ? bias + (size_t)i * a.V : NULL;
-        for (int v = p * MK_THREADS + threadIdx.x; v < a.V; v += P * MK_THREADS)
-            d_cand2_push(c, b ? __fadd_rn(u[v], d_bf16_to_f32(b[v])) : u[v], v);
+        d_top2_scan(c, a.V, p, P,
+                    [u, b](int v) { return b ? __fadd_rn(u[v], d_bf16_to_f32(b[v])) : u[v]; });
     }
     c = d_cand2_block(c); // every thread takes part
     if (threadIdx.x == 0) partials[(size_t)i * P + p] = c;

@@ -18,8 +18,7 @@ __global__ void __launch_bounds__(T2_THREADS)
     const int p = blockIdx.x, P = gridDim.x, row = blockIdx.y;
     const float *xr = x + (size_t)row * row_stride;
     d_cand2 c = d_cand2_empty();
-    for (int v = p * T2_THREADS + threadIdx.x; v < n; v += P * T2_THREADS)
-        d_cand2_push(c, xr[v], v);
+    d_top2_scan(c, n, p, P, [xr](int v) { return xr[v]; });
     c = d_cand2_block(c);
     if (threadIdx.x == 0) partials[(size_t)row * P + p] = c;
 }
