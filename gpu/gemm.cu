@@ -292,14 +292,23 @@ __device__ __forceinline__ int item_s(int S, int v) {
 // in s order. Several blocks share an SM, so one block's fold overlaps the others' streaming. NT > 1 reads each A fragment (x) once for NT
 // column tiles (taller M: x's loads outnumber the weights'). SW (gemm_swiglu): the group is gate
 // and up of one N, block b takes the same columns of both (its items: gate's S segments, then
-// up's), folds each, rounds them as gemm does and writes their SwiGLU to y[0]. Needs K % 8 == 0
-// and 16-byte aligned x and w.
-template <int MT, bool HALF, int NT, bool SW>
+// up's), folds each, rounds them as gemm does and writes their SwiGLU to y[0]. RT (row tiles, M >
+// 16·MT): block (r, b) takes rows 16·MT·r .. of column tile b, the row tiles of a column tile
+// launched next to each other (blockIdx.x fastest) so its weights come from DRAM about once.
+// Needs K % 8 == 0 and 16-byte aligned x and w.
+template <int MT, bool HALF, int NT, bool SW, bool RT>
 __global__ void __launch_bounds__(32 * SPLIT_MAX_WARPS)
     gemm_split(const uint16_t *__restrict__ x, int M, int K, const split_group G, int out_f32,
                int S) {
     constexpr int TC = 8 * NT, TE = 16 * MT * TC;
     extern __shared__ float split_part[]; // [V][16·MT][8·NT], V = S (SW: 2S, gate's then up's)
+    const int tile = RT ? (int)blockIdx.y : (int)blockIdx.x;
+    int m0 = 0; // the block's first row
+    if constexpr (RT) {
+        m0 = 16 * MT * (int)blockIdx.x;
+        x += (size_t)m0 * K;
+        M = min(M - m0, 16 * MT);
+    }
     // The block's product (constant indices only: a dynamic one would copy G to local memory).
     const uint16_t *__restrict__ w = G.w[0];
     const uint16_t *__restrict__ w_up = SW ? G.w[1] : nullptr;
@@ -307,13 +316,13 @@ __global__ void __launch_bounds__(32 * SPLIT_MAX_WARPS)
     int N = G.N[0], first_tile = 0;
 #pragma unroll
     for (int q = 1; q < BE_GEMM_GROUP_MAX; q++)
-        if (!SW && q < G.n && (int)blockIdx.x >= G.tile_end[q - 1]) {
+        if (!SW && q < G.n && tile >= G.tile_end[q - 1]) {
             w = G.w[q];
             y = G.y[q];
             N = G.N[q];
             first_tile = G.tile_end[q - 1];
         }
-    const int n0 = TC * ((int)blockIdx.x - first_tile);
+    const int n0 = TC * (tile - first_tile);
     const int W = blockDim.x >> 5, V = SW ? 2 * S : S;
     int v = threadIdx.x >> 5;
     pdl_allow_dependents();
@@ -348,12 +357,12 @@ __global__ void __launch_bounds__(32 * SPLIT_MAX_WARPS)
         float val = split_part[e];
         for (int ss = 1; ss < S; ss++) val = __fadd_rn(val, split_part[ss * TE + e]);
         if (!SW) {
-            store_out(y, out_f32, N, m, n, val);
+            store_out(y, out_f32, N, m0 + m, n, val);
             continue;
         }
         float up = split_part[S * TE + e];
         for (int ss = 1; ss < S; ss++) up = __fadd_rn(up, split_part[(S + ss) * TE + e]);
-        static_cast<uint16_t *>(y)[(size_t)m * N + n] =
+        static_cast<uint16_t *>(y)[(size_t)(m0 + m) * N + n] =
             d_swiglu(d_f32_to_bf16(val), d_f32_to_bf16(up));
     }
 }
@@ -617,7 +626,7 @@ int split_forced_warps(void) {
 // the many-wave launches (gate/up, q/k/v, the head), which measured slower in a decode than 4-5
 // (likely: a tile's rows requested in more, smaller pieces over time). Measured on the H200
 // against fixed W and without the floor (bench/README.md).
-template <int MT, bool HALF, int NT, bool SW>
+template <int MT, bool HALF, int NT, bool SW, bool RT>
 int split_warps(const cuda_ctx *c, int tiles, int S, size_t smem) {
     if (split_forced_warps()) return split_forced_warps() < S ? split_forced_warps() : S;
     // Resident blocks per SM by warps (index W) for each shared-memory size asked for (one per K
@@ -633,7 +642,7 @@ int split_warps(const cuda_ctx *c, int tiles, int S, size_t smem) {
         smem_of[at] = smem;
         for (int W = 1; W <= SPLIT_MAX_WARPS; W++)
             CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                &per_sm_of[at][W], gemm_split<MT, HALF, NT, SW>, 32 * W, smem));
+                &per_sm_of[at][W], gemm_split<MT, HALF, NT, SW, RT>, 32 * W, smem));
     }
     const int *per_sm = per_sm_of[at];
     int best = 1;
@@ -651,8 +660,8 @@ int split_warps(const cuda_ctx *c, int tiles, int S, size_t smem) {
 
 // Launches gemm_split for group G (w, y, N and n set; the column tiles are filled here) when x
 // and w allow 16-byte loads and its shared memory fits; false otherwise. SW: G is gate and up of
-// one N (gemm_swiglu), a tile covers both, its block has 2S items.
-template <int MT, bool HALF, int NT, bool SW>
+// one N (gemm_swiglu), a tile covers both, its block has 2S items. RT: a block per 16·MT rows.
+template <int MT, bool HALF, int NT, bool SW, bool RT = false>
 bool launch_split(const cuda_ctx *c, const bf16 *x, int M, int K, split_group G, int out_f32,
                   int vec, int S) {
     static int smem_set = 0; // the opt-in above 48 KB, once per instantiation
@@ -660,7 +669,7 @@ bool launch_split(const cuda_ctx *c, const bf16 *x, int M, int K, split_group G,
     const size_t smem = (size_t)V * 16 * MT * 8 * NT * sizeof(float);
     if (!vec || M > split_max_m() || smem > (size_t)smem_optin()) return false;
     if (!smem_set) {
-        CUDA_CHECK(cudaFuncSetAttribute(gemm_split<MT, HALF, NT, SW>,
+        CUDA_CHECK(cudaFuncSetAttribute(gemm_split<MT, HALF, NT, SW, RT>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, smem_optin()));
         smem_set = 1;
     }
@@ -669,22 +678,28 @@ bool launch_split(const cuda_ctx *c, const bf16 *x, int M, int K, split_group G,
         tiles += (G.N[p] + 8 * NT - 1) / (8 * NT);
         G.tile_end[p] = tiles;
     }
-    const int W = split_warps<MT, HALF, NT, SW>(c, tiles, V, smem);
-    launch_dependent(c, gemm_split<MT, HALF, NT, SW>, dim3((unsigned)tiles), 32 * W, smem, x, M,
-                     K, G, out_f32, S);
+    const int row_tiles = RT ? (M + 16 * MT - 1) / (16 * MT) : 1;
+    if (RT && tiles > 65535) return false; // grid y
+    const int W = split_warps<MT, HALF, NT, SW, RT>(c, tiles * row_tiles, V, smem);
+    const dim3 grid = RT ? dim3((unsigned)row_tiles, (unsigned)tiles) : dim3((unsigned)tiles);
+    launch_dependent(c, gemm_split<MT, HALF, NT, SW, RT>, grid, 32 * W, smem, x, M, K, G, out_f32,
+                     S);
     return true;
 }
 
 // gemm_split for the group at its M (false: M or the alignment does not suit it). From 9 rows a
 // block takes 16 columns, so x's loads, which grow with M, serve twice the weights, unless the
 // parked segments would take more than 32 KB of shared memory per block (taller tiles, long K:
-// fewer resident blocks cost more than x's loads save). 33 to 64 rows: gemm_split while the
-// parked segments take at most SPLIT_TALL_MAX_SMEM (K up to 10240), gemm_stream beyond. Both
-// limits measured on the H200 per Qwen3-4B shape (bench/README.md).
+// fewer resident blocks cost more than x's loads save). 33 to 64 rows: 64-row tiles while their
+// parked segments take at most SPLIT_TALL_MAX_SMEM (K up to 4096); for longer K a block per 16
+// rows (16 x 16 tiles, RT): measured with the row offset in every tile, ops perf down_proj M = 64
+// 72.3 -> 60.3 us, fc 120.9 (then gemm_stream) -> 77.5; at 17-32 rows, or for K <= 4096, 16-row
+// tiles were slower (q_proj M = 32 12.9 -> 16.3, M = 64 23.7 -> 25.8). All limits measured on
+// the H200 per Qwen3-4B shape (bench/README.md).
 // SW (gemm_swiglu): up to 16 rows only; past that its block's 2S parked segments would force
 // 8-column tiles at 17-32 rows (measured: spec at 4 requests 1 % slower than gemm_group + the
 // SwiGLU kernel).
-constexpr size_t SPLIT_TALL_MAX_SMEM = 80 << 10;
+constexpr size_t SPLIT_TALL_MAX_SMEM = 32 << 10;
 template <bool SW>
 bool launch_split_any(const cuda_ctx *c, const bf16 *x, int M, int K, const split_group &G,
                       int out_f32, int vec, int S) {
@@ -695,9 +710,10 @@ bool launch_split_any(const cuda_ctx *c, const bf16 *x, int M, int K, const spli
         return (size_t)S * 32 * 16 * sizeof(float) <= (32 << 10)
                    ? launch_split<2, false, 2, false>(c, x, M, K, G, out_f32, vec, S)
                    : launch_split<2, false, 1, false>(c, x, M, K, G, out_f32, vec, S);
-    if (M <= 64 && (size_t)S * 64 * 8 * sizeof(float) <= SPLIT_TALL_MAX_SMEM)
+    if (M > 64) return false;
+    if ((size_t)S * 64 * 8 * sizeof(float) <= SPLIT_TALL_MAX_SMEM)
         return launch_split<4, false, 1, false>(c, x, M, K, G, out_f32, vec, S);
-    return false;
+    return launch_split<1, false, 2, false, true>(c, x, M, K, G, out_f32, vec, S);
 }
 
 template <int MT, int NT, int CH>
