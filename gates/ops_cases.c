@@ -436,7 +436,7 @@ static void run_attention(const sg_backend *be, const ops_case *c, void *const *
 // ---- gemm_swiglu: gate and up products and their SwiGLU ----
 
 // p: K, N. Buffers: x, w_gate, w_up, out. tiny: K % 8 != 0 (the unfused path); small: 16 rows
-// (the fused path's 16-column tiles); qwen3: gate/up at 80 rows (the unfused path: gemm_stream
+// (the fused path's 16-column tiles); qwen3: gate/up at 80 rows (the unfused path: gemm_tiled
 // and the SwiGLU kernel) vs each row alone (one fused launch), bitwise; the twin runs the first 8
 // rows.
 static void make_gemm_swiglu(ops_case *c, int size, rng *r) {

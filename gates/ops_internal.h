@@ -186,7 +186,7 @@ int ops_run_case(ops_case *c, const sg_backend *test, const ops_device *dev, con
 
 // ---- perf (ops_perf.c) ----
 
-#define N_PERF_M 7 // the M of the gemm table: N_PERF_WEIGHTS * N_PERF_M rows
+#define N_PERF_M 8 // the M of the gemm table: N_PERF_WEIGHTS * N_PERF_M rows
 #define N_PERF_WEIGHTS (N_QWEN3_WEIGHTS + 2) // the bf16 products, the head, the Markov w2
 
 typedef struct {

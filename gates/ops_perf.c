@@ -82,7 +82,7 @@ static void timed_gemm(void *arg, int rep) {
     for (int k = 0; k < g->n_w; k++) gemm_once(g, g->w[k]);
 }
 
-static const int perf_M[] = {1, 8, 16, 32, 64, 512, 2048};
+static const int perf_M[] = {1, 8, 16, 32, 64, 128, 512, 2048};
 _Static_assert(sizeof perf_M / sizeof perf_M[0] == N_PERF_M, "N_PERF_M is perf_M's length");
 static const int inv_M[] = {1,  2,  3,  7,  8,   9,   15,  16,  17,   24,  32,
                             33, 48, 64, 96, 128, 200, 256, 512, 1024, 2048};

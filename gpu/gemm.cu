@@ -24,16 +24,16 @@
 //     taking the segments s ≡ warp (mod W) straight from global memory into registers, the next
 //     segment's in flight while one is computed; the block folds the segments in s order. Several
 //     blocks share an SM, so one's fold overlaps the others' loads. No persistent state.
-//   gemm_stream (up to 256 rows, K % 8 == 0, 16-byte aligned): persistent blocks walk tiles of
-//     16·MT rows × 8 columns of y; in a tile the warps take the segments s ≡ warp (mod W), each
-//     warp streaming its weights through a ring of shared-memory stages (cp.async, ST_STAGES - 1
-//     items in flight ahead of the one it computes) and parking each segment's tile in shared
-//     memory; the block then folds them in s order. The weights are read once per row tile, split
-//     over K so even a 5 MB matrix fills the GPU.
-//   gemm_fold (everything else): a warp owns a tile and walks every segment itself, folding in
-//     registers. Many rows.
+//   gemm_tiled (past 64 rows, from 17 for wide products: tiled_over_split; and where gemm_split
+//     is off; K % 8 == 0, 16-byte aligned): a block per 64 × 64 tile of y, x and w staged
+//     through rings of shared-memory stages (cp.async) so each is read once per block, each warp
+//     a 32 × 32 tile; with two K groups (launch_tiled_any: few tiles) group g computes the
+//     segments s ≡ g (mod 2) and group 0 folds them in s order, in registers. The row tiles of a
+//     column tile are adjacent blocks, so w comes from DRAM about once.
+//   gemm_fold (unaligned x or w, or K % 8 != 0): a warp owns a tile and walks every segment
+//     itself, folding in registers.
 // All are launched as programmatic dependents (pdl.h): their blocks may start while the kernel
-// before them finishes, gemm_split's and gemm_stream's warps issue their first weight loads
+// before them finishes, gemm_split's and gemm_tiled's warps issue their first weight loads
 // (weights are immutable) and only then wait for that kernel's output. A decode step's GEMMs are
 // 5–50 MB each, read in microseconds, so hiding each one's launch and first-load latency is a
 // large share of its time.
@@ -285,17 +285,17 @@ __device__ __forceinline__ int item_s(int S, int v) {
     return SW && v >= S ? v - S : v;
 }
 
-// Block b computes 8·NT columns of all rows (M <= 16·MT) of one product of the group: warp w
-// takes segments s = w, w + W, ..., holding the next one's weights in flight (two register sets,
+// Block b computes 8·NT columns of all rows (M <= 16·MT) of one product of the group: warp w takes
+// segments s = w, w + W, ..., holding the next one's weights in flight (two register sets,
 // alternating; one set for the tiles split_double_buffer names) while it computes one, the first
 // one's issued before pdl_wait_primary (weights are immutable); the block then folds the segments
-// in s order. Several blocks share an SM, so one block's fold overlaps the others' streaming. NT > 1 reads each A fragment (x) once for NT
-// column tiles (taller M: x's loads outnumber the weights'). SW (gemm_swiglu): the group is gate
-// and up of one N, block b takes the same columns of both (its items: gate's S segments, then
-// up's), folds each, rounds them as gemm does and writes their SwiGLU to y[0]. RT (row tiles, M >
-// 16·MT): block (r, b) takes rows 16·MT·r .. of column tile b, the row tiles of a column tile
-// launched next to each other (blockIdx.x fastest) so its weights come from DRAM about once.
-// Needs K % 8 == 0 and 16-byte aligned x and w.
+// in s order. Several blocks share an SM, so one block's fold overlaps the others' streaming.
+// NT > 1 reads each A fragment (x) once for NT column tiles (taller M: x's loads outnumber the
+// weights'). SW (gemm_swiglu): the group is gate and up of one N, block b takes the same columns of
+// both (its items: gate's S segments, then up's), folds each, rounds them as gemm does and writes
+// their SwiGLU to y[0]. RT (row tiles, M > 16·MT): block (r, b) takes rows 16·MT·r .. of column
+// tile b, the row tiles of a column tile launched next to each other (blockIdx.x fastest) so its
+// weights come from DRAM about once. Needs K % 8 == 0 and 16-byte aligned x and w.
 template <int MT, bool HALF, int NT, bool SW, bool RT>
 __global__ void __launch_bounds__(32 * SPLIT_MAX_WARPS)
     gemm_split(const uint16_t *__restrict__ x, int M, int K, const split_group G, int out_f32,
@@ -367,131 +367,163 @@ __global__ void __launch_bounds__(32 * SPLIT_MAX_WARPS)
     }
 }
 
-// ---- gemm_stream: weights streamed through a per-warp shared-memory ring (cp.async) ----
+// ---- gemm_tiled: block tiles of x and w staged together in shared memory (many rows) ----
 
-constexpr int ST_STAGES = 4;                  // ring stages per warp (ST_STAGES - 1 items ahead)
-constexpr int ST_ROW = KSEG * 2 + 64;         // bytes per weight row of a stage; the 64-byte pad
-                                              // puts the 8 rows of a quarter-warp's 16-byte reads
-                                              // in distinct banks
-constexpr int ST_STAGE = 8 * ST_ROW;          // one item: 8 weight rows × one segment
-constexpr int ST_MAX_WARPS = 8;
-// Chunks whose A fragments are loaded together: a whole segment for one 16-row tile (HALF: 32
-// registers), fewer for taller tiles (32 registers of fragments either way).
-template <int MT, bool HALF>
-__host__ __device__ constexpr int st_a_batch() {
-    return MT == 1 ? (HALF ? 8 : 4) : MT == 2 ? 2 : 1;
-}
+constexpr int TL_CH = 2;     // chunks per pipeline stage (64 k)
+constexpr int TL_SEG_STAGES = KSEG / (TL_CH * KCHUNK); // stages per segment
 
-// The warp copies item (columns n0 .. n0+7, segment s) into a ring stage: 8 rows × 32 pieces of
-// 16 bytes, zero past N or K (K % 8 == 0 here, so a piece is wholly inside or outside).
-__device__ __forceinline__ void stream_issue(const uint16_t *__restrict__ w, int N, int K, int n0,
-                                             int s, char *stage) {
-    const int lane = threadIdx.x & 31;
-#pragma unroll
-    for (int p = lane; p < 8 * (KSEG / 8); p += 32) {
-        const int row = p / (KSEG / 8), piece = p % (KSEG / 8);
-        const int n = n0 + row, k = s * KSEG + piece * 8;
-        const bool in = n < N && k < K;
-        cp_async16(stage + row * ST_ROW + piece * 16, in ? w + (size_t)n * K + k : w, in ? 16 : 0);
-    }
-}
-
-// A warp's work items in order: tiles t = blockIdx.x, + gridDim.x, ... (column tile fastest), in
-// each the segments s = warp, + W, ...
-struct stream_item {
-    int t, s;
+// A gemm_tiled block: KG groups of WM × WN warps; a group's warp computes a 32 × 32 tile of y
+// (so a group covers BM × BN), group g the segments s ≡ g (mod KG). Shared memory: a ring per
+// group of ST stages, a stage being per chunk the BM x rows then the BN w rows, 64 bytes each
+// (the 8 rows × 4 lanes of a quarter-warp's 16-byte fragment reads fall in distinct banks); then
+// the parked segment values of groups 1 .. KG - 1 (32 per thread).
+template <int WM, int WN, int KG, int ST>
+struct tiled_cfg {
+    static constexpr int BM = 32 * WM, BN = 32 * WN;
+    static constexpr int GT = 32 * WM * WN, THREADS = GT * KG; // threads per group, per block
+    static constexpr int STAGE = TL_CH * (BM + BN) * KCHUNK;  // elements
+    static constexpr int RING = ST * STAGE;                    // elements
+    static constexpr size_t SMEM = (size_t)KG * RING * 2 + (size_t)(KG - 1) * GT * 32 * 4;
 };
-__device__ __forceinline__ void stream_next(stream_item &it, int S, int W) {
-    it.s += W;
-    if (it.s >= S) {
-        it.s = threadIdx.x >> 5;
-        it.t += gridDim.x;
+
+// One thread's share of the copies of ROWS rows (from r0, of a [R, K] matrix) of a stage: the
+// 16-byte piece tid % 4 of rows tid / 4 + i·GT/4 of each chunk (the row pointers computed once).
+template <int ROWS, int GT>
+struct tiled_copy {
+    static constexpr int PER = ROWS * 4 / GT; // rows per thread
+    static_assert(ROWS * 4 % GT == 0, "a stage's pieces divide among the group's threads");
+    const uint16_t *src[PER];
+    bool in[PER];
+    int kp, dst0;
+    __device__ __forceinline__ tiled_copy(const uint16_t *a, int R, int K, int r0, int tid) {
+        kp = 8 * (tid % 4);
+        dst0 = tid / 4 * KCHUNK + kp;
+#pragma unroll
+        for (int i = 0; i < PER; i++) {
+            const int r = r0 + tid / 4 + i * (GT / 4);
+            in[i] = r < R;
+            src[i] = a + (size_t)(in[i] ? r : 0) * K + kp;
+        }
     }
-}
-
-// Persistent blocks; tile = 16·MT rows × 8 columns of y; the block's warps take a tile's segments
-// s ≡ warp (mod W), each from its ring stage (B fragments) and x in global memory (A fragments),
-// with the same fragment values and mma order as segment_mma, and park them in shared memory; the
-// block folds them in s order. Each warp keeps ST_STAGES - 1 items' weights in flight ahead of
-// the one it computes, across tiles and barriers; the first ones are issued before
-// pdl_wait_primary (weights are immutable). Needs K % 8 == 0 and 16-byte aligned x and w.
-// HALF: M <= 8, so rows 8 .. 15 of the 16-row tile are past M and their zero fragments are not
-// loaded.
-template <int MT, bool HALF>
-__global__ void __launch_bounds__(32 * ST_MAX_WARPS)
-    gemm_stream(const uint16_t *__restrict__ x, int M, int K, const uint16_t *__restrict__ w, int N,
-                void *__restrict__ y, int out_f32, int S) {
-    constexpr int TR = 16 * MT, TE = TR * 8, ST_A_BATCH = st_a_batch<MT, HALF>();
-    extern __shared__ __align__(16) char st_smem[];
-    float *part = reinterpret_cast<float *>(st_smem); // [S][TR][8]
-    const int warp = threadIdx.x >> 5, W = blockDim.x >> 5, lane = threadIdx.x & 31;
-    const int g = lane >> 2, q = lane & 3;
-    char *ring = st_smem + (size_t)S * TE * sizeof(float) + (size_t)warp * ST_STAGES * ST_STAGE;
-    const int n_tiles = (N + 7) / 8, tiles = n_tiles * ((M + TR - 1) / TR);
-    pdl_allow_dependents();
-
-    stream_item issue = {(int)blockIdx.x, warp};
-    for (int st = 0; st < ST_STAGES - 1; st++) {
-        if (issue.t < tiles) stream_issue(w, N, K, (issue.t % n_tiles) * 8, issue.s, ring + st * ST_STAGE);
-        cp_async_commit(); // empty groups keep the count: group i is item i
-        stream_next(issue, S, W);
-    }
-    pdl_wait_primary();
-
-    int item = 0;
-    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-        const int m0 = (t / n_tiles) * TR;
-        for (int s = warp; s < S; s += W, item++) {
-            if (issue.t < tiles)
-                stream_issue(w, N, K, (issue.t % n_tiles) * 8, issue.s,
-                             ring + ((item + ST_STAGES - 1) % ST_STAGES) * ST_STAGE);
-            cp_async_commit();
-            stream_next(issue, S, W);
-            const int k_seg = s * KSEG;
-            const int n_chunks = min(KSEG / KCHUNK, (K - k_seg + KCHUNK - 1) / KCHUNK);
-            float acc[MT][4];
+    // Stage t (k = 64t ..) into dst [TL_CH][ROWS][KCHUNK], zero past R or K (K % 8 == 0).
+    __device__ __forceinline__ void issue(int K, int t, uint16_t *dst) const {
 #pragma unroll
-            for (int i = 0; i < MT; i++)
+        for (int c = 0; c < TL_CH; c++) {
+            const int k = t * TL_CH * KCHUNK + c * KCHUNK;
 #pragma unroll
-                for (int e = 0; e < 4; e++) acc[i][e] = 0.f;
-            const char *stage = ring + (item % ST_STAGES) * ST_STAGE;
-#pragma unroll
-            for (int c0 = 0; c0 < KSEG / KCHUNK; c0 += ST_A_BATCH) {
-                // A fragments of ST_A_BATCH chunks, all loads in flight together (zero past K
-                // without a load); the first batch's before the wait for the ring stage.
-                uint4 a[ST_A_BATCH][MT][2];
-                load_a_batch<ST_A_BATCH, MT, HALF>(x, M, K, m0, k_seg, c0, a);
-                if (c0 == 0) {
-                    cp_async_wait<ST_STAGES - 1>(); // item `item` has landed
-                    __syncwarp();
-                }
-#pragma unroll
-                for (int c = 0; c < ST_A_BATCH; c++) {
-                    if (c0 + c >= n_chunks) break; // chunks wholly past K are not issued
-                    mma_chunk<MT>(acc, a[c],
-                                  *reinterpret_cast<const uint4 *>(stage + g * ST_ROW +
-                                                                   (c0 + c) * 64 + q * 16));
-                }
+            for (int i = 0; i < PER; i++) {
+                const bool ok = in[i] && k + kp < K;
+                cp_async16(dst + c * ROWS * KCHUNK + i * (GT / 4) * KCHUNK + dst0,
+                           ok ? src[i] + k : src[i], ok ? 16 : 0);
             }
-            __syncwarp(); // the stage is refilled by a later issue
-#pragma unroll
-            for (int i = 0; i < MT; i++)
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    part[(size_t)s * TE + frag_row(i, e) * 8 + frag_col(0, e)] = acc[i][e];
         }
-        __syncthreads();
-        const int n0 = (t % n_tiles) * 8;
-        for (int e = threadIdx.x; e < TE; e += blockDim.x) {
-            const int m = m0 + e / 8, n = n0 + e % 8;
-            if (m >= M || n >= N) continue;
-            float v = part[e];
-            for (int s = 1; s < S; s++) v = __fadd_rn(v, part[(size_t)s * TE + e]);
-            store_out(y, out_f32, N, m, n, v);
-        }
-        __syncthreads(); // part is rewritten by the next tile
     }
-    cp_async_wait<0>();
+};
+
+// Block (r, b) computes rows BM·r .. and columns BN·b .. of y. Each element's segment values are
+// segment_mma's mma chains (the same fragment values and order, read from shared memory); group g
+// computes segments s ≡ g (mod KG) of the whole tile, round after round (segments KG·r ..
+// KG·r + KG - 1 together), and group 0 folds them in s order (its own, then the others' parked
+// ones) into registers. Each group streams its x and w through its ring (cp.async; the first
+// stages' weights issued before pdl_wait_primary), so x and w are read from memory once per block
+// and the row tiles of a column tile are adjacent blocks (blockIdx.x fastest): the weights come
+// from DRAM about once. Needs K % 8 == 0 and 16-byte aligned x and w.
+template <int WM, int WN, int KG, int ST>
+__global__ void __launch_bounds__(tiled_cfg<WM, WN, KG, ST>::THREADS)
+    gemm_tiled(const uint16_t *__restrict__ x, int M, int K, const uint16_t *__restrict__ w, int N,
+               void *__restrict__ y, int out_f32) {
+    using C = tiled_cfg<WM, WN, KG, ST>;
+    constexpr int MT = 2, NT = 4, FRAGS = NT * MT * 4;
+    extern __shared__ __align__(16) uint16_t tl_smem[];
+    const int g = threadIdx.x / C::GT, tid = threadIdx.x % C::GT;
+    const int warp = tid >> 5, lane = threadIdx.x & 31, fg = lane >> 2, fq = lane & 3;
+    const int wm = 32 * (warp % WM), wn = 32 * (warp / WM);
+    const int m0 = C::BM * (int)blockIdx.x, n0 = C::BN * (int)blockIdx.y;
+    uint16_t *ring = tl_smem + g * C::RING;
+    float *park = reinterpret_cast<float *>(tl_smem + KG * C::RING); // [KG - 1][FRAGS][GT]
+    const int T = (K + TL_CH * KCHUNK - 1) / (TL_CH * KCHUNK), S = (K + KSEG - 1) / KSEG;
+    // The group's stages u = 0, 1, ...: stage u % TL_SEG_STAGES of segment g + KG·(u / ...).
+    auto stage_of = [&](int u) {
+        return (g + KG * (u / TL_SEG_STAGES)) * TL_SEG_STAGES + u % TL_SEG_STAGES;
+    };
+    const tiled_copy<C::BM, C::GT> xc(x, M, K, m0, tid);
+    const tiled_copy<C::BN, C::GT> wc(w, N, K, n0, tid);
+    pdl_allow_dependents();
+    for (int u = 0; u < ST - 1 && stage_of(u) < T; u++)
+        wc.issue(K, stage_of(u), ring + u * C::STAGE + TL_CH * C::BM * KCHUNK);
+    pdl_wait_primary();
+    for (int u = 0; u < ST - 1; u++) {
+        if (stage_of(u) < T) xc.issue(K, stage_of(u), ring + u * C::STAGE);
+        cp_async_commit(); // empty groups keep the count: group u is stage u
+    }
+    float acc[NT][MT][4], tot[NT][MT][4];
+    zero_frags(acc);
+    int u = 0;
+    for (int s0 = 0; s0 < S; s0 += KG) {
+        const int s = s0 + g, n_st = s < S ? min(TL_SEG_STAGES, T - s * TL_SEG_STAGES) : 0;
+        for (int i = 0; i < n_st; i++, u++) {
+            cp_async_wait<ST - 2>(); // stage u has landed (this thread's copies)
+            if (KG == 1) // everyone's; and stage u - 1 is no longer read
+                __syncthreads();
+            else
+                asm volatile("bar.sync %0, %1;" ::"r"(g + 1), "n"(C::GT) : "memory");
+            const int un = u + ST - 1;
+            if (stage_of(un) < T) {
+                uint16_t *st = ring + (un % ST) * C::STAGE;
+                xc.issue(K, stage_of(un), st);
+                wc.issue(K, stage_of(un), st + TL_CH * C::BM * KCHUNK);
+            }
+            cp_async_commit();
+            const uint16_t *xs = ring + (u % ST) * C::STAGE, *ws = xs + TL_CH * C::BM * KCHUNK;
+            const int k0 = (s * TL_SEG_STAGES + i) * TL_CH * KCHUNK;
+#pragma unroll
+            for (int c = 0; c < TL_CH; c++) {
+                if (k0 + c * KCHUNK >= K) break; // chunks wholly past K are not issued
+                uint4 a[MT][2], b[NT];
+#pragma unroll
+                for (int mi = 0; mi < MT; mi++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++)
+                        a[mi][h] = *reinterpret_cast<const uint4 *>(
+                            xs + (c * C::BM + wm + 16 * mi + 8 * h + fg) * KCHUNK + 8 * fq);
+#pragma unroll
+                for (int j = 0; j < NT; j++)
+                    b[j] = *reinterpret_cast<const uint4 *>(
+                        ws + (c * C::BN + wn + 8 * j + fg) * KCHUNK + 8 * fq);
+#pragma unroll
+                for (int j = 0; j < NT; j++) mma_chunk<MT>(acc[j], a, b[j]);
+            }
+        }
+        // Segments s0 .. s0 + KG - 1 are done: group 0 folds them in s order.
+        if (g > 0 && s < S)
+#pragma unroll
+            for (int f = 0; f < FRAGS; f++)
+                park[((size_t)(g - 1) * FRAGS + f) * C::GT + tid] =
+                    acc[f / (MT * 4)][f / 4 % MT][f % 4];
+        if (KG > 1) __syncthreads();
+        if (g == 0) {
+#pragma unroll
+            for (int f = 0; f < FRAGS; f++) {
+                float &v = tot[f / (MT * 4)][f / 4 % MT][f % 4];
+                const float a0 = acc[f / (MT * 4)][f / 4 % MT][f % 4];
+                v = s0 == 0 ? a0 : __fadd_rn(v, a0);
+                for (int gg = 1; gg < KG && s0 + gg < S; gg++)
+                    v = __fadd_rn(v, park[((size_t)(gg - 1) * FRAGS + f) * C::GT + tid]);
+            }
+        }
+        zero_frags(acc);
+        if (KG > 1) __syncthreads(); // the parked values are rewritten in the next round
+    }
+    if (g != 0) return;
+#pragma unroll
+    for (int j = 0; j < NT; j++)
+#pragma unroll
+        for (int mi = 0; mi < MT; mi++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int m = m0 + wm + frag_row(mi, e), n = n0 + wn + frag_col(j, e);
+                if (m < M && n < N) store_out(y, out_f32, N, m, n, tot[j][mi][e]);
+            }
 }
 
 constexpr int FOLD_WARPS_M = 2, FOLD_WARPS_N = 2; // a block of 2 × 2 warp tiles shares x and w in L1
@@ -560,42 +592,51 @@ int smem_optin(void) {
     return bytes;
 }
 
-// Launches gemm_stream when x and w allow 16-byte copies and its shared memory fits; false
-// otherwise.
-template <int MT, bool HALF>
-bool launch_stream(const cuda_ctx *c, const bf16 *x, int M, int K, const bf16 *w, int N, void *y,
-                   int out_f32, int vec, int S) {
-    // Per instantiation: the opt-in above 48 KB (once) and the resident blocks per SM of the
-    // last (threads, shared memory) pair asked for.
-    static int smem_set = 0, last_threads = 0, last_per_sm = 0;
-    static size_t last_smem = 0;
-    if (!vec) return false;
-    const size_t part = (size_t)S * 16 * MT * 8 * sizeof(float);
-    // Warps balanced over the rounds of segments (W·rounds >= S), as many as shared memory allows.
-    int W = 0;
-    for (int cand = ST_MAX_WARPS; cand >= 1 && !W; cand--) {
-        const int rounds = (S + cand - 1) / cand, bal = (S + rounds - 1) / rounds;
-        if (part + (size_t)bal * ST_STAGES * ST_STAGE <= (size_t)smem_optin()) W = bal;
-    }
-    if (!W) return false;
-    const size_t smem = part + (size_t)W * ST_STAGES * ST_STAGE;
+// Launches gemm_tiled when x and w allow 16-byte copies; false otherwise.
+template <int WM, int WN, int KG, int ST>
+bool launch_tiled(const cuda_ctx *c, const bf16 *x, int M, int K, const bf16 *w, int N, void *y,
+                  int out_f32, int vec) {
+    using C = tiled_cfg<WM, WN, KG, ST>;
+    static int smem_set = 0; // the opt-in above 48 KB, once per instantiation
+    const int col_tiles = (N + C::BN - 1) / C::BN;
+    if (!vec || col_tiles > 65535 || C::SMEM > (size_t)smem_optin()) return false;
     if (!smem_set) {
-        CUDA_CHECK(cudaFuncSetAttribute(gemm_stream<MT, HALF>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, smem_optin()));
+        CUDA_CHECK(cudaFuncSetAttribute(gemm_tiled<WM, WN, KG, ST>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::SMEM));
         smem_set = 1;
     }
-    if (32 * W != last_threads || smem != last_smem) {
-        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&last_per_sm, gemm_stream<MT, HALF>,
-                                                                 32 * W, smem));
-        last_threads = 32 * W;
-        last_smem = smem;
-    }
-    const long long tiles = (long long)((N + 7) / 8) * ((M + 16 * MT - 1) / (16 * MT));
-    const long long resident = (long long)(last_per_sm > 0 ? last_per_sm : 1) * c->sm_count;
-    const unsigned grid = (unsigned)(tiles < resident ? tiles : resident);
-    launch_dependent(c, gemm_stream<MT, HALF>, dim3(grid), 32 * W, smem, x, M, K, w, N, y, out_f32,
-                     S);
+    launch_dependent(c, gemm_tiled<WM, WN, KG, ST>,
+                     dim3((unsigned)((M + C::BM - 1) / C::BM), (unsigned)col_tiles), C::THREADS,
+                     C::SMEM, x, M, K, w, N, y, out_f32);
     return true;
+}
+
+// Tiles of 64 × 64 for M rows of an N-column product.
+long long tiled_tiles(int M, int N) {
+    return (long long)((M + 63) / 64) * ((N + 63) / 64);
+}
+
+// Whether gemm_tiled is faster than gemm_split for M <= 64 rows of N columns: from 17 rows for
+// products wide enough to give every SM four tiles (the head, the Markov bias), from 33 rows once
+// every SM has one (gate and up); below that gemm_split's K split fills the device where tiles
+// cannot. Measured on the H200 with ops perf (bench/README.md; 32 rows: lm_head 406 -> 250 us,
+// gate_proj 33.7 vs 37.5; 64 rows: gate_proj 58.6 -> 39.8, o_proj 24.5 vs 29.6, down_proj 60.5
+// vs 66.5).
+bool tiled_over_split(const cuda_ctx *c, int M, int N) {
+    const long long tiles = tiled_tiles(M, N);
+    return (M > 16 && tiles >= 4LL * c->sm_count) || (M > 32 && tiles >= c->sm_count);
+}
+
+// gemm_tiled for M rows: two K groups per block while the tiles would not give every SM two
+// blocks (their K split doubles the warps), one group otherwise (a block's smaller shared memory
+// lets three share an SM). Measured on the H200 (bench/README.md; ops perf at 128 rows: q_proj
+// 36.0 -> 20.6 us, down_proj 94.0 -> 67.2 with two groups; gate_proj (304 tiles) 59.4 -> 45.1
+// with one; at 512 rows one group is faster for every shape).
+bool launch_tiled_any(const cuda_ctx *c, const bf16 *x, int M, int K, const bf16 *w, int N,
+                      void *y, int out_f32, int vec) {
+    if (tiled_tiles(M, N) < 2LL * c->sm_count)
+        return launch_tiled<2, 2, 2, 4>(c, x, M, K, w, N, y, out_f32, vec);
+    return launch_tiled<2, 2, 1, 4>(c, x, M, K, w, N, y, out_f32, vec);
 }
 
 // A measurement switch from the environment, read once per call site: `dflt` when unset, else
@@ -692,10 +733,10 @@ bool launch_split(const cuda_ctx *c, const bf16 *x, int M, int K, split_group G,
 // parked segments would take more than 32 KB of shared memory per block (taller tiles, long K:
 // fewer resident blocks cost more than x's loads save). 33 to 64 rows: 64-row tiles while their
 // parked segments take at most SPLIT_TALL_MAX_SMEM (K up to 4096); for longer K a block per 16
-// rows (16 x 16 tiles, RT): measured with the row offset in every tile, ops perf down_proj M = 64
-// 72.3 -> 60.3 us, fc 120.9 (then gemm_stream) -> 77.5; at 17-32 rows, or for K <= 4096, 16-row
-// tiles were slower (q_proj M = 32 12.9 -> 16.3, M = 64 23.7 -> 25.8). All limits measured on
-// the H200 per Qwen3-4B shape (bench/README.md).
+// rows (16 x 16 tiles, RT): measured with the row offset in every tile, ops perf at M = 64:
+// down_proj 72.3 -> 60.3 us, fc 120.9 (then a streaming kernel, since removed) -> 77.5; at 17-32
+// rows, or for K <= 4096, 16-row tiles were slower (q_proj M = 32 12.9 -> 16.3, M = 64 23.7 ->
+// 25.8). All limits measured on the H200 per Qwen3-4B shape (bench/README.md).
 // SW (gemm_swiglu): up to 16 rows only; past that its block's 2S parked segments would force
 // 8-column tiles at 17-32 rows (measured: spec at 4 requests 1 % slower than gemm_group + the
 // SwiGLU kernel).
@@ -736,12 +777,11 @@ void cu_gemm(void *ctx, const bf16 *x, int M, int K, const bf16 *w, int N, void 
     // Every path computes identical bits (see the top of this file); the choice is speed.
     // Few rows: each weight is loaded once, straight into registers, split over K.
     const split_group G = {{w}, {y}, {N}, {0}, 1};
-    if (launch_split_any<false>(c, x, M, K, G, out_f32, vec, S)) return;
-    // Up to 256 rows: the weights stream through shared memory once per 16·MT-row tile.
-    if (M <= 8 && launch_stream<1, true>(c, x, M, K, w, N, y, out_f32, vec, S)) return;
-    if (M > 8 && M <= 16 && launch_stream<1, false>(c, x, M, K, w, N, y, out_f32, vec, S)) return;
-    if (M > 16 && M <= 32 && launch_stream<2, false>(c, x, M, K, w, N, y, out_f32, vec, S)) return;
-    if (M > 32 && M <= 256 && launch_stream<4, false>(c, x, M, K, w, N, y, out_f32, vec, S)) return;
+    if (!tiled_over_split(c, M, N) && launch_split_any<false>(c, x, M, K, G, out_f32, vec, S))
+        return;
+    // More rows: x and w staged in shared memory by block tiles.
+    if (launch_tiled_any(c, x, M, K, w, N, y, out_f32, vec)) return;
+    // Unaligned x or w, or K % 8 != 0.
     launch_fold<4, 2, 1>(c, x, M, K, w, N, y, out_f32, vec, S);
 }
 
@@ -762,7 +802,9 @@ void cu_gemm_group(void *ctx, const bf16 *x, int M, int K, int n, const bf16 *co
     G.n = n;
     // One launch where gemm_split suits the shape; otherwise the products one by one (the same
     // bits either way: every kernel computes the order at the top of this file).
-    if (launch_split_any<false>(c, x, M, K, G, 0, vec, (K + KSEG - 1) / KSEG)) return;
+    bool tiled = false;
+    for (int p = 0; p < n; p++) tiled = tiled || tiled_over_split(c, M, N[p]);
+    if (!tiled && launch_split_any<false>(c, x, M, K, G, 0, vec, (K + KSEG - 1) / KSEG)) return;
     for (int p = 0; p < n; p++) cu_gemm(ctx, x, M, K, w[p], N[p], y[p], 0);
 }
 
