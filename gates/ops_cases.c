@@ -209,9 +209,10 @@ static void run_gemm(const sg_backend *be, const ops_case *c, void *const *d, in
 
 // p: K, n, N[0 .. n-1] at p[2 ..]. Buffers: x, w[0 .. n-1], y[0 .. n-1]. tiny: K % 8 != 0 (the
 // products one by one); small: 17 rows in one launch, each row alone in another kernel shape;
-// qwen3: q/k/v at 48 rows (product by product) vs each row alone (one grouped launch), bitwise.
+// qwen3: q/k/v at 80 rows (one launch of the tiled kernel) vs each row alone (one launch of the
+// split kernel), bitwise.
 static void make_gemm_group(ops_case *c, int size, rng *r) {
-    static const int rows[] = {3, 17, 48}, K[] = {20, 200, 2560}, n[] = {3, 2, 3};
+    static const int rows[] = {3, 17, 80}, K[] = {20, 200, 2560}, n[] = {3, 2, 3};
     static const int N[][BE_GEMM_GROUP_MAX] = {{5, 3, 9}, {77, 16, 0}, {4096, 1024, 1024}};
     static const char *const wname[] = {"w0", "w1", "w2"}, *const yname[] = {"y0", "y1", "y2"};
     int k = K[size];

@@ -273,6 +273,21 @@ struct split_group {
     int n;
 };
 
+// The product of group G whose column tiles include `tile`: w, y, N and its first tile, set on
+// entry to product 0's (constant indices only: a dynamic one would copy G to local memory).
+__device__ __forceinline__ void pick_product(const split_group &G, int tile,
+                                             const uint16_t *__restrict__ &w, void *&y, int &N,
+                                             int &first_tile) {
+#pragma unroll
+    for (int q = 1; q < BE_GEMM_GROUP_MAX; q++)
+        if (q < G.n && tile >= G.tile_end[q - 1]) {
+            w = G.w[q];
+            y = G.y[q];
+            N = G.N[q];
+            first_tile = G.tile_end[q - 1];
+        }
+}
+
 // Item v of a gemm_split block: segment v of w, or (SW: gemm_swiglu, v >= S) segment v - S of
 // w_up.
 template <bool SW>
@@ -309,19 +324,12 @@ __global__ void __launch_bounds__(32 * SPLIT_MAX_WARPS)
         x += (size_t)m0 * K;
         M = min(M - m0, 16 * MT);
     }
-    // The block's product (constant indices only: a dynamic one would copy G to local memory).
+    // The block's product (SW: gate, with up beside it).
     const uint16_t *__restrict__ w = G.w[0];
     const uint16_t *__restrict__ w_up = SW ? G.w[1] : nullptr;
     void *y = G.y[0];
     int N = G.N[0], first_tile = 0;
-#pragma unroll
-    for (int q = 1; q < BE_GEMM_GROUP_MAX; q++)
-        if (!SW && q < G.n && tile >= G.tile_end[q - 1]) {
-            w = G.w[q];
-            y = G.y[q];
-            N = G.N[q];
-            first_tile = G.tile_end[q - 1];
-        }
+    if (!SW) pick_product(G, tile, w, y, N, first_tile);
     const int n0 = TC * (tile - first_tile);
     const int W = blockDim.x >> 5, V = SW ? 2 * S : S;
     int v = threadIdx.x >> 5;
@@ -420,7 +428,8 @@ struct tiled_copy {
     }
 };
 
-// Block (r, b) computes rows BM·r .. and columns BN·b .. of y. Each element's segment values are
+// Block (r, b) computes rows BM·r .. and columns BN·b .. (of its product of the group: launch_tiled
+// lays the products' column tiles end to end) of y. Each element's segment values are
 // segment_mma's mma chains (the same fragment values and order, read from shared memory); group g
 // computes segments s ≡ g (mod KG) of the whole tile, round after round (segments KG·r ..
 // KG·r + KG - 1 together), and group 0 folds them in s order (its own, then the others' parked
@@ -430,15 +439,18 @@ struct tiled_copy {
 // from DRAM about once. Needs K % 8 == 0 and 16-byte aligned x and w.
 template <int WM, int WN, int KG, int ST>
 __global__ void __launch_bounds__(tiled_cfg<WM, WN, KG, ST>::THREADS)
-    gemm_tiled(const uint16_t *__restrict__ x, int M, int K, const uint16_t *__restrict__ w, int N,
-               void *__restrict__ y, int out_f32) {
+    gemm_tiled(const uint16_t *__restrict__ x, int M, int K, const split_group G, int out_f32) {
     using C = tiled_cfg<WM, WN, KG, ST>;
     constexpr int MT = 2, NT = 4, FRAGS = NT * MT * 4;
     extern __shared__ __align__(16) uint16_t tl_smem[];
     const int g = threadIdx.x / C::GT, tid = threadIdx.x % C::GT;
     const int warp = tid >> 5, lane = threadIdx.x & 31, fg = lane >> 2, fq = lane & 3;
     const int wm = 32 * (warp % WM), wn = 32 * (warp / WM);
-    const int m0 = C::BM * (int)blockIdx.x, n0 = C::BN * (int)blockIdx.y;
+    const uint16_t *__restrict__ w = G.w[0];
+    void *y = G.y[0];
+    int N = G.N[0], first_tile = 0;
+    pick_product(G, (int)blockIdx.y, w, y, N, first_tile);
+    const int m0 = C::BM * (int)blockIdx.x, n0 = C::BN * ((int)blockIdx.y - first_tile);
     uint16_t *ring = tl_smem + g * C::RING;
     float *park = reinterpret_cast<float *>(tl_smem + KG * C::RING); // [KG - 1][FRAGS][GT]
     const int T = (K + TL_CH * KCHUNK - 1) / (TL_CH * KCHUNK), S = (K + KSEG - 1) / KSEG;
@@ -592,27 +604,32 @@ int smem_optin(void) {
     return bytes;
 }
 
-// Launches gemm_tiled when x and w allow 16-byte copies; false otherwise.
+// Launches gemm_tiled for group G (w, y, N and n set; the column tiles are filled here) when x
+// and w allow 16-byte copies; false otherwise.
 template <int WM, int WN, int KG, int ST>
-bool launch_tiled(const cuda_ctx *c, const bf16 *x, int M, int K, const bf16 *w, int N, void *y,
-                  int out_f32, int vec) {
+bool launch_tiled(const cuda_ctx *c, const bf16 *x, int M, int K, split_group G, int out_f32,
+                  int vec) {
     using C = tiled_cfg<WM, WN, KG, ST>;
     static int smem_set = 0; // the opt-in above 48 KB, once per instantiation
-    const int col_tiles = (N + C::BN - 1) / C::BN;
-    if (!vec || col_tiles > 65535 || C::SMEM > (size_t)smem_optin()) return false;
+    long long tiles = 0;
+    for (int p = 0; p < G.n; p++) {
+        tiles += (G.N[p] + C::BN - 1) / C::BN;
+        G.tile_end[p] = (int)(tiles < 65536 ? tiles : 65536);
+    }
+    if (!vec || tiles > 65535 || C::SMEM > (size_t)smem_optin()) return false;
     if (!smem_set) {
         CUDA_CHECK(cudaFuncSetAttribute(gemm_tiled<WM, WN, KG, ST>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::SMEM));
         smem_set = 1;
     }
     launch_dependent(c, gemm_tiled<WM, WN, KG, ST>,
-                     dim3((unsigned)((M + C::BM - 1) / C::BM), (unsigned)col_tiles), C::THREADS,
-                     C::SMEM, x, M, K, w, N, y, out_f32);
+                     dim3((unsigned)((M + C::BM - 1) / C::BM), (unsigned)tiles), C::THREADS,
+                     C::SMEM, x, M, K, G, out_f32);
     return true;
 }
 
-// Tiles of 64 × 64 for M rows of an N-column product.
-long long tiled_tiles(int M, int N) {
+// Tiles of 64 × 64 for M rows of N columns.
+long long tiled_tiles(int M, long long N) {
     return (long long)((M + 63) / 64) * ((N + 63) / 64);
 }
 
@@ -627,16 +644,17 @@ bool tiled_over_split(const cuda_ctx *c, int M, int N) {
     return (M > 16 && tiles >= 4LL * c->sm_count) || (M > 32 && tiles >= c->sm_count);
 }
 
-// gemm_tiled for M rows: two K groups per block while the tiles would not give every SM two
-// blocks (their K split doubles the warps), one group otherwise (a block's smaller shared memory
-// lets three share an SM). Measured on the H200 (bench/README.md; ops perf at 128 rows: q_proj
-// 36.0 -> 20.6 us, down_proj 94.0 -> 67.2 with two groups; gate_proj (304 tiles) 59.4 -> 45.1
-// with one; at 512 rows one group is faster for every shape).
-bool launch_tiled_any(const cuda_ctx *c, const bf16 *x, int M, int K, const bf16 *w, int N,
-                      void *y, int out_f32, int vec) {
-    if (tiled_tiles(M, N) < 2LL * c->sm_count)
-        return launch_tiled<2, 2, 2, 4>(c, x, M, K, w, N, y, out_f32, vec);
-    return launch_tiled<2, 2, 1, 4>(c, x, M, K, w, N, y, out_f32, vec);
+// gemm_tiled for M rows of group G: two K groups per block while the tiles would not give every
+// SM two blocks (their K split doubles the warps), one group otherwise (a block's smaller shared
+// memory lets three share an SM). Measured on the H200 (bench/README.md; ops perf at 128 rows:
+// q_proj 36.0 -> 20.6 us, down_proj 94.0 -> 67.2 with two groups; gate_proj (304 tiles) 59.4 ->
+// 45.1 with one; at 512 rows one group is faster for every shape).
+bool launch_tiled_any(const cuda_ctx *c, const bf16 *x, int M, int K, const split_group &G,
+                      int out_f32, int vec) {
+    long long tiles = 0;
+    for (int p = 0; p < G.n; p++) tiles += tiled_tiles(M, G.N[p]);
+    if (tiles < 2LL * c->sm_count) return launch_tiled<2, 2, 2, 4>(c, x, M, K, G, out_f32, vec);
+    return launch_tiled<2, 2, 1, 4>(c, x, M, K, G, out_f32, vec);
 }
 
 // A measurement switch from the environment, read once per call site: `dflt` when unset, else
@@ -780,7 +798,7 @@ void cu_gemm(void *ctx, const bf16 *x, int M, int K, const bf16 *w, int N, void 
     if (!tiled_over_split(c, M, N) && launch_split_any<false>(c, x, M, K, G, out_f32, vec, S))
         return;
     // More rows: x and w staged in shared memory by block tiles.
-    if (launch_tiled_any(c, x, M, K, w, N, y, out_f32, vec)) return;
+    if (launch_tiled_any(c, x, M, K, G, out_f32, vec)) return;
     // Unaligned x or w, or K % 8 != 0.
     launch_fold<4, 2, 1>(c, x, M, K, w, N, y, out_f32, vec, S);
 }
@@ -800,11 +818,13 @@ void cu_gemm_group(void *ctx, const bf16 *x, int M, int K, int n, const bf16 *co
         G.N[p] = N[p];
     }
     G.n = n;
-    // One launch where gemm_split suits the shape; otherwise the products one by one (the same
-    // bits either way: every kernel computes the order at the top of this file).
+    // One launch of gemm_split or gemm_tiled as cu_gemm would choose; otherwise (unaligned) the
+    // products one by one (the same bits either way: every kernel computes the order at the top
+    // of this file).
     bool tiled = false;
     for (int p = 0; p < n; p++) tiled = tiled || tiled_over_split(c, M, N[p]);
     if (!tiled && launch_split_any<false>(c, x, M, K, G, 0, vec, (K + KSEG - 1) / KSEG)) return;
+    if (launch_tiled_any(c, x, M, K, G, 0, vec)) return;
     for (int p = 0; p < n; p++) cu_gemm(ctx, x, M, K, w[p], N[p], y[p], 0);
 }
 
