@@ -379,18 +379,20 @@ __global__ void __launch_bounds__(32 * SPLIT_MAX_WARPS)
 
 constexpr int TL_CH = 2;     // chunks per pipeline stage (64 k)
 constexpr int TL_SEG_STAGES = KSEG / (TL_CH * KCHUNK); // stages per segment
+constexpr int TL_STAGES = 4; // stages in a ring: TL_STAGES - 1 in flight ahead of the one used
+constexpr int TL_WM = 2, TL_WN = 2; // a K group's warps: TL_WM (rows) × TL_WN (columns)
 
-// A gemm_tiled block: KG groups of WM × WN warps; a group's warp computes a 32 × 32 tile of y
-// (so a group covers BM × BN), group g the segments s ≡ g (mod KG). Shared memory: a ring per
-// group of ST stages, a stage being per chunk the BM x rows then the BN w rows, 64 bytes each
-// (the 8 rows × 4 lanes of a quarter-warp's 16-byte fragment reads fall in distinct banks); then
-// the parked segment values of groups 1 .. KG - 1 (32 per thread).
-template <int WM, int WN, int KG, int ST>
+// A gemm_tiled block: KG groups of TL_WM × TL_WN warps; a group's warp computes a 32 × 32 tile of
+// y (so a group covers BM × BN), group g the segments s ≡ g (mod KG). Shared memory: a ring per
+// group of TL_STAGES stages, a stage being per chunk the BM x rows then the BN w rows, 64 bytes
+// each (the 8 rows × 4 lanes of a quarter-warp's 16-byte fragment reads fall in distinct banks);
+// then the parked segment values of groups 1 .. KG - 1 (32 per thread).
+template <int KG>
 struct tiled_cfg {
-    static constexpr int BM = 32 * WM, BN = 32 * WN;
-    static constexpr int GT = 32 * WM * WN, THREADS = GT * KG; // threads per group, per block
+    static constexpr int BM = 32 * TL_WM, BN = 32 * TL_WN;
+    static constexpr int GT = 32 * TL_WM * TL_WN, THREADS = GT * KG; // threads per group, block
     static constexpr int STAGE = TL_CH * (BM + BN) * KCHUNK;  // elements
-    static constexpr int RING = ST * STAGE;                    // elements
+    static constexpr int RING = TL_STAGES * STAGE;             // elements
     static constexpr size_t SMEM = (size_t)KG * RING * 2 + (size_t)(KG - 1) * GT * 32 * 4;
 };
 
@@ -437,15 +439,15 @@ struct tiled_copy {
 // stages' weights issued before pdl_wait_primary), so x and w are read from memory once per block
 // and the row tiles of a column tile are adjacent blocks (blockIdx.x fastest): the weights come
 // from DRAM about once. Needs K % 8 == 0 and 16-byte aligned x and w.
-template <int WM, int WN, int KG, int ST>
-__global__ void __launch_bounds__(tiled_cfg<WM, WN, KG, ST>::THREADS)
+template <int KG>
+__global__ void __launch_bounds__(tiled_cfg<KG>::THREADS)
     gemm_tiled(const uint16_t *__restrict__ x, int M, int K, const split_group G, int out_f32) {
-    using C = tiled_cfg<WM, WN, KG, ST>;
+    using C = tiled_cfg<KG>;
     constexpr int MT = 2, NT = 4, FRAGS = NT * MT * 4;
     extern __shared__ __align__(16) uint16_t tl_smem[];
     const int g = threadIdx.x / C::GT, tid = threadIdx.x % C::GT;
     const int warp = tid >> 5, lane = threadIdx.x & 31, fg = lane >> 2, fq = lane & 3;
-    const int wm = 32 * (warp % WM), wn = 32 * (warp / WM);
+    const int wm = 32 * (warp % TL_WM), wn = 32 * (warp / TL_WM);
     const uint16_t *__restrict__ w = G.w[0];
     void *y = G.y[0];
     int N = G.N[0], first_tile = 0;
@@ -461,10 +463,10 @@ __global__ void __launch_bounds__(tiled_cfg<WM, WN, KG, ST>::THREADS)
     const tiled_copy<C::BM, C::GT> xc(x, M, K, m0, tid);
     const tiled_copy<C::BN, C::GT> wc(w, N, K, n0, tid);
     pdl_allow_dependents();
-    for (int u = 0; u < ST - 1 && stage_of(u) < T; u++)
+    for (int u = 0; u < TL_STAGES - 1 && stage_of(u) < T; u++)
         wc.issue(K, stage_of(u), ring + u * C::STAGE + TL_CH * C::BM * KCHUNK);
     pdl_wait_primary();
-    for (int u = 0; u < ST - 1; u++) {
+    for (int u = 0; u < TL_STAGES - 1; u++) {
         if (stage_of(u) < T) xc.issue(K, stage_of(u), ring + u * C::STAGE);
         cp_async_commit(); // empty groups keep the count: group u is stage u
     }
@@ -474,19 +476,20 @@ __global__ void __launch_bounds__(tiled_cfg<WM, WN, KG, ST>::THREADS)
     for (int s0 = 0; s0 < S; s0 += KG) {
         const int s = s0 + g, n_st = s < S ? min(TL_SEG_STAGES, T - s * TL_SEG_STAGES) : 0;
         for (int i = 0; i < n_st; i++, u++) {
-            cp_async_wait<ST - 2>(); // stage u has landed (this thread's copies)
+            cp_async_wait<TL_STAGES - 2>(); // stage u has landed (this thread's copies)
             if (KG == 1) // everyone's; and stage u - 1 is no longer read
                 __syncthreads();
             else
                 asm volatile("bar.sync %0, %1;" ::"r"(g + 1), "n"(C::GT) : "memory");
-            const int un = u + ST - 1;
+            const int un = u + TL_STAGES - 1;
             if (stage_of(un) < T) {
-                uint16_t *st = ring + (un % ST) * C::STAGE;
+                uint16_t *st = ring + (un % TL_STAGES) * C::STAGE;
                 xc.issue(K, stage_of(un), st);
                 wc.issue(K, stage_of(un), st + TL_CH * C::BM * KCHUNK);
             }
             cp_async_commit();
-            const uint16_t *xs = ring + (u % ST) * C::STAGE, *ws = xs + TL_CH * C::BM * KCHUNK;
+            const uint16_t *xs = ring + (u % TL_STAGES) * C::STAGE;
+            const uint16_t *ws = xs + TL_CH * C::BM * KCHUNK;
             const int k0 = (s * TL_SEG_STAGES + i) * TL_CH * KCHUNK;
 #pragma unroll
             for (int c = 0; c < TL_CH; c++) {
@@ -606,10 +609,10 @@ int smem_optin(void) {
 
 // Launches gemm_tiled for group G (w, y, N and n set; the column tiles are filled here) when x
 // and w allow 16-byte copies; false otherwise.
-template <int WM, int WN, int KG, int ST>
+template <int KG>
 bool launch_tiled(const cuda_ctx *c, const bf16 *x, int M, int K, split_group G, int out_f32,
                   int vec) {
-    using C = tiled_cfg<WM, WN, KG, ST>;
+    using C = tiled_cfg<KG>;
     static int smem_set = 0; // the opt-in above 48 KB, once per instantiation
     long long tiles = 0;
     for (int p = 0; p < G.n; p++) {
@@ -618,11 +621,11 @@ bool launch_tiled(const cuda_ctx *c, const bf16 *x, int M, int K, split_group G,
     }
     if (!vec || tiles > 65535 || C::SMEM > (size_t)smem_optin()) return false;
     if (!smem_set) {
-        CUDA_CHECK(cudaFuncSetAttribute(gemm_tiled<WM, WN, KG, ST>,
+        CUDA_CHECK(cudaFuncSetAttribute(gemm_tiled<KG>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::SMEM));
         smem_set = 1;
     }
-    launch_dependent(c, gemm_tiled<WM, WN, KG, ST>,
+    launch_dependent(c, gemm_tiled<KG>,
                      dim3((unsigned)((M + C::BM - 1) / C::BM), (unsigned)tiles), C::THREADS,
                      C::SMEM, x, M, K, G, out_f32);
     return true;
@@ -653,8 +656,8 @@ bool launch_tiled_any(const cuda_ctx *c, const bf16 *x, int M, int K, const spli
                       int out_f32, int vec) {
     long long tiles = 0;
     for (int p = 0; p < G.n; p++) tiles += tiled_tiles(M, G.N[p]);
-    if (tiles < 2LL * c->sm_count) return launch_tiled<2, 2, 2, 4>(c, x, M, K, G, out_f32, vec);
-    return launch_tiled<2, 2, 1, 4>(c, x, M, K, G, out_f32, vec);
+    if (tiles < 2LL * c->sm_count) return launch_tiled<2>(c, x, M, K, G, out_f32, vec);
+    return launch_tiled<1>(c, x, M, K, G, out_f32, vec);
 }
 
 // A measurement switch from the environment, read once per call site: `dflt` when unset, else
