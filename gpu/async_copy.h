@@ -11,6 +11,15 @@ __device__ __forceinline__ void cp_async16(void *dst, const void *src, int bytes
     const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(src), "r"(bytes));
 }
+// As cp_async16 for read-once data (weights): a miss also fetches the 256 bytes around src into
+// L2 (the row's next pieces). Ordered after the thread's earlier shared-memory reads (the copy may
+// overwrite what they read).
+__device__ __forceinline__ void cp_async16_stream(void *dst, const void *src, int bytes) {
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;" ::"r"(d), "l"(src),
+                 "r"(bytes)
+                 : "memory");
+}
 // 4 bytes at dst from src.
 __device__ __forceinline__ void cp_async4(void *dst, const void *src) {
     const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
@@ -19,7 +28,7 @@ __device__ __forceinline__ void cp_async4(void *dst, const void *src) {
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
 template <int PENDING>
 __device__ __forceinline__ void cp_async_wait() {
-    asm volatile("cp.async.wait_group %0;" ::"n"(PENDING));
+    asm volatile("cp.async.wait_group %0;" ::"n"(PENDING) : "memory");
 }
 
 #endif

@@ -21,9 +21,10 @@
 //   gemm_split (up to 64 rows, SG_CUDA_GEMM_SPLIT_MAX_M to change or 0 to turn off; K % 8 == 0,
 //     16-byte aligned): a block per 8 columns of y (16 from 9 rows: launch_split_any; of one
 //     product of a gemm_group), its W warps (split_warps: a model of waves and segments per warp)
-//     taking the segments s ≡ warp (mod W) straight from global memory into registers, the next
-//     segment's in flight while one is computed; the block folds the segments in s order. Several
-//     blocks share an SM, so one's fold overlaps the others' loads. No persistent state.
+//     taking the segments s ≡ warp (mod W) from global memory into registers (up to 8 rows: into
+//     a two-stage shared-memory ring per warp, split_ring), the next segment's in flight while one
+//     is computed; the block folds the segments in s order. Several blocks share an SM, so one's
+//     fold overlaps the others' loads. No persistent state.
 //   gemm_tiled (past 64 rows, from 17 for wide products: tiled_over_split; and where gemm_split
 //     is off; K % 8 == 0, 16-byte aligned): a block per 64 × 64 tile of y, x and w staged
 //     through rings of shared-memory stages (cp.async) so each is read once per block, each warp
@@ -230,12 +231,48 @@ __device__ __forceinline__ void split_load(const uint16_t *__restrict__ w, int N
             b[j][c] = load8<true>(w, n0 + 8 * j + g, N, K, s * KSEG + c * KCHUNK + 8 * q, 1);
 }
 
-// Segment s of the block's tile (rows 0 .. 16·MT - 1, NT column tiles of 8) with its weights in
-// b: the mma chain of segment_mma (the same fragment values and order; each A fragment serves the
-// NT column tiles), parked in park ([16·MT][8·NT]).
-template <int MT, bool HALF, int NT>
+// Blocks of 8 columns and up to 8 rows (MT = 1, NT = 1, no row tiles: decode and small verifies)
+// stream their weights through a ring of SPLIT_RING shared-memory stages per warp (cp.async)
+// instead of registers: 46 registers instead of about 106, so more warps per SM with as many
+// segments in flight per warp. Measured on the H200 (bench/README.md, ninth session): plain decode
+// 306 -> 327 tok/s, ops perf M = 1 o_proj 9.3 -> 7.7 us, lm_head 212 -> 194; deeper rings (3, 4
+// stages: fewer warps per SM) and the 16-column tiles of 9-16 rows on rings were slower.
+constexpr int SPLIT_RING = 2;
+template <int MT, int NT, bool RT>
+__host__ __device__ constexpr bool split_ring() {
+    return MT == 1 && NT == 1 && !RT;
+}
+template <int NT>
+__host__ __device__ constexpr int split_ring_stage() { // 16-byte pieces per stage
+    return NT * (KSEG / KCHUNK) * 32;
+}
+
+// Segment s of columns n0 .. n0 + 8·NT - 1 into a ring stage: lane (g, q)'s pieces are split_load's
+// (column tile j, chunk c) at [j][c][lane], so a lane reads back only what it copied (its
+// cp_async_wait suffices) and a warp's reads of one piece are 512 contiguous bytes (no bank
+// conflicts). Zero past N or K (K % 8 == 0).
+template <int NT>
+__device__ __forceinline__ void split_issue(const uint16_t *__restrict__ w, int N, int K, int n0,
+                                            int s, uint4 *stage) {
+    const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+#pragma unroll
+    for (int j = 0; j < NT; j++)
+#pragma unroll
+        for (int c = 0; c < KSEG / KCHUNK; c++) {
+            const int row = n0 + 8 * j + g, k = s * KSEG + c * KCHUNK + 8 * q;
+            const bool in = row < N && k < K;
+            cp_async16_stream(stage + (j * (KSEG / KCHUNK) + c) * 32 + lane,
+                              in ? w + (size_t)row * K + k : w, in ? 16 : 0);
+        }
+}
+
+// Segment s of the block's tile (rows 0 .. 16·MT - 1, NT column tiles of 8) with its weights
+// from wfrag(j, c) (lane (g, q)'s 8 values of column tile j, chunk c, as split_load places them):
+// the mma chain of segment_mma (the same fragment values and order; each A fragment serves the NT
+// column tiles), parked in park ([16·MT][8·NT]).
+template <int MT, bool HALF, int NT, typename WF>
 __device__ __forceinline__ void split_segment(const uint16_t *__restrict__ x, int M, int K, int s,
-                                              const uint4 b[NT][KSEG / KCHUNK], float *park) {
+                                              WF wfrag, float *park) {
     constexpr int AB = split_a_batch<MT, HALF, NT>();
     const int k_seg = s * KSEG;
     const int n_chunks = min(KSEG / KCHUNK, (K - k_seg + KCHUNK - 1) / KCHUNK);
@@ -249,7 +286,7 @@ __device__ __forceinline__ void split_segment(const uint16_t *__restrict__ x, in
         for (int c = 0; c < AB; c++) {
             if (c0 + c >= n_chunks) break; // chunks wholly past K are not issued
 #pragma unroll
-            for (int j = 0; j < NT; j++) mma_chunk<MT>(acc[j], a[c], b[j][c0 + c]);
+            for (int j = 0; j < NT; j++) mma_chunk<MT>(acc[j], a[c], wfrag(j, c0 + c));
         }
     }
     constexpr int TC = 8 * NT; // the tile's columns
@@ -300,10 +337,51 @@ __device__ __forceinline__ int item_s(int S, int v) {
     return SW && v >= S ? v - S : v;
 }
 
+// Warp items v, v + W, ... of a gemm_split block (below) with their weights straight into
+// registers: the next item's in flight during an mma chain (two register sets, alternating; one set
+// for the tiles split_double_buffer names), the first issued before pdl_wait_primary.
+template <int MT, bool HALF, int NT, bool SW>
+__device__ __forceinline__ void split_stream_registers(const uint16_t *__restrict__ x, int M, int K,
+                                                       const uint16_t *__restrict__ w,
+                                                       const uint16_t *__restrict__ w_up, int N,
+                                                       int n0, int S, int V, int W, int v,
+                                                       float *split_part) {
+    constexpr int TE = 16 * MT * 8 * NT;
+    uint4 b0[NT][KSEG / KCHUNK], b1[NT][KSEG / KCHUNK];
+    if (v < V) split_load<NT>(item_w<SW>(w, w_up, S, v), N, K, n0, item_s<SW>(S, v), b0);
+    pdl_wait_primary();
+    if constexpr (!split_double_buffer<MT, NT>()) {
+        // One register set: the next item's weights are requested after this one's mma chain.
+        while (v < V) {
+            split_segment<MT, HALF, NT>(x, M, K, item_s<SW>(S, v),
+                                        [&](int j, int c) { return b0[j][c]; },
+                                        split_part + (size_t)v * TE);
+            v += W;
+            if (v < V)
+                split_load<NT>(item_w<SW>(w, w_up, S, v), N, K, n0, item_s<SW>(S, v), b0);
+        }
+    }
+    while (split_double_buffer<MT, NT>() && v < V) {
+        if (v + W < V)
+            split_load<NT>(item_w<SW>(w, w_up, S, v + W), N, K, n0, item_s<SW>(S, v + W), b1);
+        split_segment<MT, HALF, NT>(x, M, K, item_s<SW>(S, v),
+                                    [&](int j, int c) { return b0[j][c]; },
+                                    split_part + (size_t)v * TE);
+        v += W;
+        if (v >= V) break;
+        if (v + W < V)
+            split_load<NT>(item_w<SW>(w, w_up, S, v + W), N, K, n0, item_s<SW>(S, v + W), b0);
+        split_segment<MT, HALF, NT>(x, M, K, item_s<SW>(S, v),
+                                    [&](int j, int c) { return b1[j][c]; },
+                                    split_part + (size_t)v * TE);
+        v += W;
+    }
+}
+
 // Block b computes 8·NT columns of all rows (M <= 16·MT) of one product of the group: warp w takes
-// segments s = w, w + W, ..., holding the next one's weights in flight (two register sets,
-// alternating; one set for the tiles split_double_buffer names) while it computes one, the first
-// one's issued before pdl_wait_primary (weights are immutable); the block then folds the segments
+// segments s = w, w + W, ..., holding the next one's weights in flight (its ring's stages for the
+// tiles split_ring names, else split_stream_registers) while it computes one, the first ones
+// issued before pdl_wait_primary (weights are immutable); the block then folds the segments
 // in s order. Several blocks share an SM, so one block's fold overlaps the others' streaming.
 // NT > 1 reads each A fragment (x) once for NT column tiles (taller M: x's loads outnumber the
 // weights'). SW (gemm_swiglu): the group is gate and up of one N, block b takes the same columns of
@@ -334,29 +412,37 @@ __global__ void __launch_bounds__(32 * SPLIT_MAX_WARPS)
     const int W = blockDim.x >> 5, V = SW ? 2 * S : S;
     int v = threadIdx.x >> 5;
     pdl_allow_dependents();
-    uint4 b0[NT][KSEG / KCHUNK], b1[NT][KSEG / KCHUNK];
-    if (v < V) split_load<NT>(item_w<SW>(w, w_up, S, v), N, K, n0, item_s<SW>(S, v), b0);
-    pdl_wait_primary();
-    if constexpr (!split_double_buffer<MT, NT>()) {
-        // One register set: the next item's weights are requested after this one's mma chain.
-        while (v < V) {
-            split_segment<MT, HALF, NT>(x, M, K, item_s<SW>(S, v), b0,
-                                        split_part + (size_t)v * TE);
-            v += W;
-            if (v < V)
-                split_load<NT>(item_w<SW>(w, w_up, S, v), N, K, n0, item_s<SW>(S, v), b0);
+    if constexpr (split_ring<MT, NT, RT>()) {
+        // Items v + r·W in stage r, all issued before pdl_wait_primary, then each stage refilled
+        // with the item SPLIT_RING·W on once its segment is computed.
+        constexpr int STAGE = split_ring_stage<NT>();
+        const int lane = threadIdx.x & 31;
+        uint4 *ring = reinterpret_cast<uint4 *>(split_part + (size_t)V * TE) +
+                      (size_t)(threadIdx.x >> 5) * SPLIT_RING * STAGE;
+#pragma unroll
+        for (int r = 0; r < SPLIT_RING; r++) {
+            const int u = v + r * W;
+            if (u < V)
+                split_issue<NT>(item_w<SW>(w, w_up, S, u), N, K, n0, item_s<SW>(S, u),
+                                ring + r * STAGE);
+            cp_async_commit();
         }
-    }
-    while (split_double_buffer<MT, NT>() && v < V) {
-        if (v + W < V)
-            split_load<NT>(item_w<SW>(w, w_up, S, v + W), N, K, n0, item_s<SW>(S, v + W), b1);
-        split_segment<MT, HALF, NT>(x, M, K, item_s<SW>(S, v), b0, split_part + (size_t)v * TE);
-        v += W;
-        if (v >= V) break;
-        if (v + W < V)
-            split_load<NT>(item_w<SW>(w, w_up, S, v + W), N, K, n0, item_s<SW>(S, v + W), b0);
-        split_segment<MT, HALF, NT>(x, M, K, item_s<SW>(S, v), b1, split_part + (size_t)v * TE);
-        v += W;
+        pdl_wait_primary();
+        for (int r = 0; v < V; v += W, r = r + 1 == SPLIT_RING ? 0 : r + 1) {
+            cp_async_wait<SPLIT_RING - 1>();
+            const uint4 *stage = ring + r * STAGE;
+            split_segment<MT, HALF, NT>(
+                x, M, K, item_s<SW>(S, v),
+                [&](int j, int c) { return stage[(j * (KSEG / KCHUNK) + c) * 32 + lane]; },
+                split_part + (size_t)v * TE);
+            const int u = v + SPLIT_RING * W;
+            if (u < V)
+                split_issue<NT>(item_w<SW>(w, w_up, S, u), N, K, n0, item_s<SW>(S, u),
+                                ring + r * STAGE);
+            cp_async_commit();
+        }
+    } else {
+        split_stream_registers<MT, HALF, NT, SW>(x, M, K, w, w_up, N, n0, S, V, W, v, split_part);
     }
     __syncthreads();
     for (int e = threadIdx.x; e < TE; e += blockDim.x) {
@@ -680,6 +766,13 @@ int split_forced_warps(void) {
     return w;
 }
 
+// Shared memory of a gemm_split block of W warps: the parked segments (`park` bytes) and, for the
+// one-row-tile blocks (split_ring), each warp's ring.
+template <int MT, int NT, bool RT>
+size_t split_smem(size_t park, int W) {
+    return park + (split_ring<MT, NT, RT>() ? (size_t)W * SPLIT_RING * split_ring_stage<NT>() * 16 : 0);
+}
+
 // Warps per gemm_split block for `tiles` blocks over S segments. A warp streams ceil(S / W)
 // segments after a first load's latency (worth about two segments), and a launch takes
 // ceil(tiles / resident blocks) rounds of blocks, so W minimizes rounds · (2 + ceil(S / W))
@@ -687,9 +780,9 @@ int split_forced_warps(void) {
 // shared memory at W warps). At least SPLIT_MIN_WARPS (or S): the model favours 2 or 3 warps for
 // the many-wave launches (gate/up, q/k/v, the head), which measured slower in a decode than 4-5
 // (likely: a tile's rows requested in more, smaller pieces over time). Measured on the H200
-// against fixed W and without the floor (bench/README.md).
+// against fixed W and without the floor (bench/README.md). 0: no W's shared memory fits.
 template <int MT, bool HALF, int NT, bool SW, bool RT>
-int split_warps(const cuda_ctx *c, int tiles, int S, size_t smem) {
+int split_warps(const cuda_ctx *c, int tiles, int S, size_t park) {
     if (split_forced_warps()) return split_forced_warps() < S ? split_forced_warps() : S;
     // Resident blocks per SM by warps (index W) for each shared-memory size asked for (one per K
     // in practice: a decode alternates a few), queried once each.
@@ -698,19 +791,24 @@ int split_warps(const cuda_ctx *c, int tiles, int S, size_t smem) {
     static size_t smem_of[CACHED];
     static int n_cached = 0, next_slot = 0;
     int at = 0;
-    while (at < n_cached && smem_of[at] != smem) at++;
+    while (at < n_cached && smem_of[at] != park) at++;
     if (at == n_cached) {
         at = n_cached < CACHED ? n_cached++ : (next_slot++ % CACHED);
-        smem_of[at] = smem;
-        for (int W = 1; W <= SPLIT_MAX_WARPS; W++)
-            CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                &per_sm_of[at][W], gemm_split<MT, HALF, NT, SW, RT>, 32 * W, smem));
+        smem_of[at] = park;
+        for (int W = 1; W <= SPLIT_MAX_WARPS; W++) {
+            const size_t smem = split_smem<MT, NT, RT>(park, W);
+            per_sm_of[at][W] = 0;
+            if (smem <= (size_t)smem_optin())
+                CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                    &per_sm_of[at][W], gemm_split<MT, HALF, NT, SW, RT>, 32 * W, smem));
+        }
     }
     const int *per_sm = per_sm_of[at];
-    int best = 1;
+    int best = 0;
     long long best_cost = -1;
     for (int W = S < SPLIT_MIN_WARPS ? 1 : SPLIT_MIN_WARPS; W <= SPLIT_MAX_WARPS && W <= S; W++) {
-        const long long resident = (long long)(per_sm[W] > 0 ? per_sm[W] : 1) * c->sm_count;
+        if (per_sm[W] == 0) continue;
+        const long long resident = (long long)per_sm[W] * c->sm_count;
         const long long cost = (tiles + resident - 1) / resident * (2 + (S + W - 1) / W);
         if (best_cost < 0 || cost <= best_cost) {
             best = W;
@@ -728,8 +826,8 @@ bool launch_split(const cuda_ctx *c, const bf16 *x, int M, int K, split_group G,
                   int vec, int S) {
     static int smem_set = 0; // the opt-in above 48 KB, once per instantiation
     const int V = SW ? 2 * S : S;
-    const size_t smem = (size_t)V * 16 * MT * 8 * NT * sizeof(float);
-    if (!vec || M > split_max_m() || smem > (size_t)smem_optin()) return false;
+    const size_t park = (size_t)V * 16 * MT * 8 * NT * sizeof(float);
+    if (!vec || M > split_max_m() || park > (size_t)smem_optin()) return false;
     if (!smem_set) {
         CUDA_CHECK(cudaFuncSetAttribute(gemm_split<MT, HALF, NT, SW, RT>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, smem_optin()));
@@ -742,7 +840,9 @@ bool launch_split(const cuda_ctx *c, const bf16 *x, int M, int K, split_group G,
     }
     const int row_tiles = RT ? (M + 16 * MT - 1) / (16 * MT) : 1;
     if (RT && tiles > 65535) return false; // grid y
-    const int W = split_warps<MT, HALF, NT, SW, RT>(c, tiles * row_tiles, V, smem);
+    const int W = split_warps<MT, HALF, NT, SW, RT>(c, tiles * row_tiles, V, park);
+    const size_t smem = split_smem<MT, NT, RT>(park, W);
+    if (W == 0 || smem > (size_t)smem_optin()) return false;
     const dim3 grid = RT ? dim3((unsigned)row_tiles, (unsigned)tiles) : dim3((unsigned)tiles);
     launch_dependent(c, gemm_split<MT, HALF, NT, SW, RT>, grid, 32 * W, smem, x, M, K, G, out_f32,
                      S);
