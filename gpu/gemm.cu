@@ -234,7 +234,7 @@ __device__ __forceinline__ void split_load(const uint16_t *__restrict__ w, int N
 // Blocks of 8 columns and up to 8 rows (MT = 1, NT = 1, no row tiles: decode and small verifies)
 // stream their weights through a ring of SPLIT_RING shared-memory stages per warp (cp.async)
 // instead of registers: 46 registers instead of about 106, so more warps per SM with as many
-// segments in flight per warp. Measured on the H200 (bench/README.md, ninth session): plain decode
+// segments in flight per warp. Measured on the H200 (bench/README.md, 2026-12-01): plain decode
 // 306 -> 327 tok/s, ops perf M = 1 o_proj 9.3 -> 7.7 us, lm_head 212 -> 194; deeper rings (3, 4
 // stages: fewer warps per SM) and the 16-column tiles of 9-16 rows on rings were slower.
 constexpr int SPLIT_RING = 2;
@@ -394,7 +394,9 @@ __global__ void __launch_bounds__(32 * SPLIT_MAX_WARPS)
     gemm_split(const uint16_t *__restrict__ x, int M, int K, const split_group G, int out_f32,
                int S) {
     constexpr int TC = 8 * NT, TE = 16 * MT * TC;
-    extern __shared__ float split_part[]; // [V][16·MT][8·NT], V = S (SW: 2S, gate's then up's)
+    // [V][16·MT][8·NT], V = S (SW: 2S, gate's then up's); then (split_ring) the warps' rings,
+    // [W][SPLIT_RING][split_ring_stage] 16-byte pieces (V·TE floats keep them 16-byte aligned)
+    extern __shared__ float split_part[];
     const int tile = RT ? (int)blockIdx.y : (int)blockIdx.x;
     int m0 = 0; // the block's first row
     if constexpr (RT) {
@@ -425,7 +427,7 @@ __global__ void __launch_bounds__(32 * SPLIT_MAX_WARPS)
             if (u < V)
                 split_issue<NT>(item_w<SW>(w, w_up, S, u), N, K, n0, item_s<SW>(S, u),
                                 ring + r * STAGE);
-            cp_async_commit();
+            cp_async_commit(); // a group per stage, empty past V: the wait below counts stages
         }
         pdl_wait_primary();
         for (int r = 0; v < V; v += W, r = r + 1 == SPLIT_RING ? 0 : r + 1) {
