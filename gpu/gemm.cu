@@ -361,20 +361,19 @@ __device__ __forceinline__ void split_stream_registers(const uint16_t *__restric
                 split_load<NT>(item_w<SW>(w, w_up, S, v), N, K, n0, item_s<SW>(S, v), b0);
         }
     }
+    // Two sets: item v's weights in cur, item v + W's requested into next before v's chain.
+    const auto step = [&](uint4(&cur)[NT][KSEG / KCHUNK], uint4(&next)[NT][KSEG / KCHUNK]) {
+        if (v + W < V)
+            split_load<NT>(item_w<SW>(w, w_up, S, v + W), N, K, n0, item_s<SW>(S, v + W), next);
+        split_segment<MT, HALF, NT>(x, M, K, item_s<SW>(S, v),
+                                    [&](int j, int c) { return cur[j][c]; },
+                                    split_part + (size_t)v * TE);
+        v += W;
+    };
     while (split_double_buffer<MT, NT>() && v < V) {
-        if (v + W < V)
-            split_load<NT>(item_w<SW>(w, w_up, S, v + W), N, K, n0, item_s<SW>(S, v + W), b1);
-        split_segment<MT, HALF, NT>(x, M, K, item_s<SW>(S, v),
-                                    [&](int j, int c) { return b0[j][c]; },
-                                    split_part + (size_t)v * TE);
-        v += W;
+        step(b0, b1);
         if (v >= V) break;
-        if (v + W < V)
-            split_load<NT>(item_w<SW>(w, w_up, S, v + W), N, K, n0, item_s<SW>(S, v + W), b0);
-        split_segment<MT, HALF, NT>(x, M, K, item_s<SW>(S, v),
-                                    [&](int j, int c) { return b1[j][c]; },
-                                    split_part + (size_t)v * TE);
-        v += W;
+        step(b1, b0);
     }
 }
 
