@@ -6,19 +6,24 @@
 //   sum = Σ_j expf(s[j] − mx), j ascending, in one thread,
 //   p[j] = expf(s[j] − mx) / sum (IEEE division),
 //   out[d] = bf16(Σ_j p[j]·v[j][d]), j ascending, one thread per d.
-// Keys (and in pass 3 values) are visited in tiles of ATT_TILE positions staged in shared memory
-// by asynchronous copies (all of a tile's in flight at once), so no thread waits on a global load
-// per key; past one tile the scores are not stored between passes but recomputed (the same
-// arithmetic gives the same bits), so no scratch sized by the context length is needed (within
-// one tile each thread keeps its own score and exponential in registers). Every number depends
-// only on the row's own query, its sequence's K/V at positions 0 .. n_keys-1 and the head
-// geometry: the same for a row alone, in a prefill chunk, a decode, a verify span or a chain span
-// (path invariance, design.md §3). expf is glibc's (device_numerics.h d_expf), so the output
-// equals the CPU twin's bit for bit. A missing page traps.
+// Keys and values are visited in tiles of ATT_TILE positions staged in shared memory by
+// asynchronous copies (a tile's all in flight at once), through two buffers: the next tile's
+// copies are in flight while one is used, so a row pays about one memory round trip per tile and
+// pass. The scores of the first `stored` keys (as many as the launch's shared memory holds: the
+// sequence span or SG_CUDA_ATT_STORED_KEYS, default ATT_STORED_KEYS) stay in shared memory from
+// the first pass to the last, so K is read once and V once; past that a key's score is recomputed
+// from its K tile in the later passes (the same arithmetic gives the same bits), so no scratch
+// sized by the context length is needed. Every number depends only on the row's own query, its
+// sequence's K/V at positions 0 .. n_keys-1 and the head geometry: the same for a row alone, in a
+// prefill chunk, a decode, a verify span or a chain span (path invariance, design.md §3). expf is
+// glibc's (device_numerics.h d_expf), so the output equals the CPU twin's bit for bit. A missing
+// page traps.
 // Unlike the other kernels before a GEMM it does not let its dependent (the o projection, pdl.h)
 // start early: the GEMM's blocks would take SM slots and memory bandwidth from the latency-bound
 // attention while they wait for it (measured on the H200: plain decode 303.6 -> 309.6 tok/s with
 // the o projection launched the ordinary way).
+#include <stdlib.h>
+
 #include "async_copy.h"
 #include "cuda_internal.h"
 #include "device_numerics.h"
@@ -29,48 +34,41 @@ namespace {
 constexpr int ATT_THREADS = 128;
 constexpr int ATT_TILE = 128; // keys per tile: one per thread in the score passes
 constexpr int ATT_MAX_HD = 256;
+constexpr int ATT_STORED_KEYS = 8192; // default scores kept per row (32 KB of shared memory)
+// Tile buffers: ATT_BUFS - 1 loads in flight while one tile is used. Measured on the H200
+// (bench/README.md, 2026-12-01): 3 buffers cost a block per SM where many rows attend (spec at 4
+// requests 1211 -> 1048 tok/s).
+constexpr int ATT_BUFS = 2;
 
 // Elements per staged key row: head_dim and a pad that spreads the rows over the banks (thread j
 // reads row j). A head_dim of whole 16-byte pieces is staged and read 16 bytes at a time (row
 // stride 16 bytes past the row: the 8 threads of a 128-bit access phase hit distinct banks);
 // another even head_dim 4 bytes at a time (row stride 4 bytes past the row: an odd word count).
+// Value tiles use the same stride (thread d reads element d of one row: no conflicts either way).
 __host__ __device__ __forceinline__ int att_stride(int hd) {
     return hd % 8 == 0 ? hd + 8 : hd + 2;
 }
 
-// The keys (and values when vs) of positions [j0, j0 + cnt) of the row's KV head into ks
-// [ATT_TILE][att_stride(hd)] and vs [ATT_TILE][hd]. The rows' pool offsets are looked up once
-// (rowoff); then every (row, piece) is an asynchronous copy (async_copy.h) of 16 bytes
-// (head_dim % 8 == 0 and 16-byte aligned pools) or 4 bytes (head_dim is even), all of a
-// thread's in flight at once (a tile is one round trip to memory), waited for before returning.
-// Callers synchronise before (the tiles are being read) and after.
-template <int E> // elements per piece: 8 (16 bytes) or 2 (4 bytes)
-__device__ __forceinline__ void copy_pieces(const be_paging &pg, const uint16_t *k_pages,
-                                            const uint16_t *v_pages, int cnt, uint16_t *ks,
-                                            uint16_t *vs, const size_t *rowoff) {
-    const int hd = pg.head_dim, stride = att_stride(hd), pieces = hd / E, n = cnt * pieces;
+// Dynamic shared memory: ATT_BUFS tile buffers [ATT_TILE][att_stride(hd)] bf16, then qs [hd], the
+// stored scores sc [stored] and one tile's recomputed ones pt [ATT_TILE], fp32.
+size_t attention_smem(int hd, int stored) {
+    return (size_t)ATT_BUFS * ATT_TILE * att_stride(hd) * 2 + (size_t)(hd + stored + ATT_TILE) * 4;
+}
+
+// Copies the rows at pool offsets rowoff[0 .. cnt) of one head (hd elements each) into tile
+// [ATT_TILE][att_stride(hd)], 16 bytes a piece (vec: head_dim % 8 == 0 and 16-byte aligned pools)
+// or 4, consecutive threads taking consecutive pieces of a row; committed as one group.
+__device__ __forceinline__ void copy_tile(const uint16_t *pool, int hd, bool vec, int cnt,
+                                          const size_t *rowoff, uint16_t *tile) {
+    const int stride = att_stride(hd), E = vec ? 8 : 2, pieces = hd / E, n = cnt * pieces;
     for (int e = threadIdx.x; e < n; e += blockDim.x) {
         const int r = e / pieces, d = E * (e % pieces);
-        if (E == 8) {
-            cp_async16(ks + r * stride + d, k_pages + rowoff[r] + d, 16);
-            if (vs) cp_async16(vs + r * hd + d, v_pages + rowoff[r] + d, 16);
-        } else {
-            cp_async4(ks + r * stride + d, k_pages + rowoff[r] + d);
-            if (vs) cp_async4(vs + r * hd + d, v_pages + rowoff[r] + d);
-        }
+        if (vec)
+            cp_async16(tile + r * stride + d, pool + rowoff[r] + d, 16);
+        else
+            cp_async4(tile + r * stride + d, pool + rowoff[r] + d);
     }
     cp_async_commit();
-    cp_async_wait<0>();
-}
-__device__ __forceinline__ void load_tile(const be_paging &pg, const uint16_t *k_pages,
-                                          const uint16_t *v_pages, int s, size_t off, int j0,
-                                          int cnt, uint16_t *ks, uint16_t *vs, size_t *rowoff) {
-    for (int r = threadIdx.x; r < cnt; r += blockDim.x) rowoff[r] = kv_row(pg, s, j0 + r) + off;
-    __syncthreads();
-    if (pg.head_dim % 8 == 0 && ((uintptr_t)k_pages | (uintptr_t)v_pages) % 16 == 0)
-        copy_pieces<8>(pg, k_pages, v_pages, cnt, ks, vs, rowoff);
-    else
-        copy_pieces<2>(pg, k_pages, v_pages, cnt, ks, vs, rowoff);
 }
 
 // Score of key row kr of the staged tile: (q · k) · scale, d ascending (16-byte reads when
@@ -93,20 +91,38 @@ __device__ __forceinline__ float score(const float *qs, const uint16_t *kr, int 
     return __fmul_rn(dot, scale);
 }
 
+// The row's loads, in order (T tiles, the first Tc with stored scores, R = T - Tc without):
+// pass 1 the K tiles 0 .. T-1; pass 2 the K tiles Tc .. T-1 (their exponentials recomputed);
+// pass 3 per tile t the V tile, preceded by the K tile when t >= Tc (its probabilities recomputed).
+struct att_load {
+    int tile;
+    bool v;
+};
+__device__ __forceinline__ att_load load_of(int u, int T, int Tc) {
+    const int R = T - Tc;
+    if (u < T) return {u, false};
+    u -= T;
+    if (u < R) return {Tc + u, false};
+    u -= R;
+    if (u < Tc) return {u, true};
+    u -= Tc;
+    return {Tc + u / 2, (u & 1) != 0};
+}
+
 __global__ void __launch_bounds__(ATT_THREADS)
     attention_k(be_paging pg, const uint16_t *__restrict__ k_pages,
                 const uint16_t *__restrict__ v_pages, const int32_t *__restrict__ row_table,
                 const int32_t *__restrict__ n_keys, const uint16_t *__restrict__ q, int n_heads,
-                float scale, uint16_t *__restrict__ out) {
+                float scale, int stored, uint16_t *__restrict__ out) {
     extern __shared__ __align__(16) unsigned char att_smem[];
     const int hd = pg.head_dim, stride = att_stride(hd);
-    uint16_t *ks = reinterpret_cast<uint16_t *>(att_smem); // [ATT_TILE][stride]
-    float *qs = reinterpret_cast<float *>(att_smem + (size_t)ATT_TILE * stride * 2); // [hd]
-    float *ps = qs + hd;                                                             // [ATT_TILE]
-    uint16_t *vs = reinterpret_cast<uint16_t *>(ps + ATT_TILE);                     // [ATT_TILE][hd]
+    uint16_t *tiles = reinterpret_cast<uint16_t *>(att_smem); // [ATT_BUFS][ATT_TILE][stride]
+    float *qs = reinterpret_cast<float *>(att_smem + (size_t)ATT_BUFS * ATT_TILE * stride * 2);
+    float *sc = qs + hd;      // [stored]: scores, then exponentials, then probabilities
+    float *pt = sc + stored;  // [ATT_TILE]: one recomputed tile's
     __shared__ float red[ATT_THREADS / 32];
-    __shared__ size_t rowoff[ATT_TILE];
-    __shared__ float bcast;
+    __shared__ size_t rowoff[ATT_BUFS][ATT_TILE];
+    __shared__ float mx_sh, sum_sh;
 
     const int h = blockIdx.x, i = blockIdx.y, t = threadIdx.x;
     const int group = n_heads / pg.n_kv_heads;
@@ -114,91 +130,92 @@ __global__ void __launch_bounds__(ATT_THREADS)
     const size_t qd = (size_t)n_heads * hd;
     const int s = row_table[i], nk = n_keys[i];
     if (nk < 1) __trap();
-    // The query's loads are issued first and land while the tile is looked up and copied.
+    const bool vec = hd % 8 == 0 && ((uintptr_t)k_pages | (uintptr_t)v_pages) % 16 == 0;
+    const int T = (nk + ATT_TILE - 1) / ATT_TILE, Tc = min(T, stored / ATT_TILE);
+    const int R = T - Tc, n_stored = min(nk, Tc * ATT_TILE), n_loads = 2 * T + 2 * R;
+    // Load u into buffer u % ATT_BUFS: its rows' pool offsets looked up, then the copies issued
+    // (past the last load an empty group, so a wait counts loads). The barrier publishes the
+    // offsets and retires load u - ATT_BUFS, the buffer's last use.
+    auto issue = [&](int u) {
+        if (u >= n_loads) {
+            cp_async_commit();
+            return;
+        }
+        const att_load l = load_of(u, T, Tc);
+        const int j0 = l.tile * ATT_TILE, cnt = min(ATT_TILE, nk - j0);
+        size_t *ro = rowoff[u % ATT_BUFS];
+        if (t < cnt) ro[t] = kv_row(pg, s, j0 + t) + off;
+        __syncthreads();
+        copy_tile(l.v ? v_pages : k_pages, hd, vec, cnt, ro,
+                  tiles + (size_t)(u % ATT_BUFS) * ATT_TILE * stride);
+    };
+    // The query's loads are issued first and land while the first tile is looked up and copied.
     static_assert(2 * ATT_THREADS >= ATT_MAX_HD, "two query elements per thread");
     const uint16_t *qh = q + (size_t)i * qd + (size_t)h * hd;
     const uint16_t q0 = t < hd ? qh[t] : 0, q1 = t + ATT_THREADS < hd ? qh[t + ATT_THREADS] : 0;
-
-    // A context of one tile is staged once for all three passes (keys and values); a longer one
-    // tile by tile in each pass (keys; values in pass 3).
-    const bool one_tile = nk <= ATT_TILE;
-    if (one_tile) load_tile(pg, k_pages, v_pages, s, off, 0, nk, ks, vs, rowoff);
     if (t < hd) qs[t] = d_bf16_to_f32(q0);
     if (t + ATT_THREADS < hd) qs[t + ATT_THREADS] = d_bf16_to_f32(q1);
-    __syncthreads();
+    for (int u = 0; u < ATT_BUFS - 1; u++) issue(u);
 
-    // Pass 1: the maximum score (one tile: thread t keeps its key's score for the later passes,
-    // the same bits as recomputing it).
-    float mx = -INFINITY, own = 0.f;
-    for (int j0 = 0; j0 < nk; j0 += ATT_TILE) {
-        int cnt = nk - j0 < ATT_TILE ? nk - j0 : ATT_TILE;
-        if (!one_tile) {
-            __syncthreads();
-            load_tile(pg, k_pages, v_pages, s, off, j0, cnt, ks, NULL, rowoff);
-            __syncthreads();
-        }
-        if (t < cnt) {
-            float sc = score(qs, ks + t * stride, hd, scale);
-            if (sc > mx) mx = sc;
-            own = sc;
-        }
-    }
-    for (int m = 16; m >= 1; m >>= 1) {
-        float o = __shfl_xor_sync(0xffffffffu, mx, m);
-        if (o > mx) mx = o;
-    }
-    if ((t & 31) == 0) red[t >> 5] = mx;
-    __syncthreads();
-    if (t == 0) {
-        float m = red[0];
-        for (int w = 1; w < ATT_THREADS / 32; w++)
-            if (red[w] > m) m = red[w];
-        bcast = m;
-    }
-    __syncthreads();
-    mx = bcast;
-
-    // Pass 2: the sum of the exponentials, ascending position, in thread 0 (one tile: thread t
-    // keeps its key's exponential for pass 3, the same bits as recomputing it).
-    float sum = 0.f, own_e = 0.f;
-    for (int j0 = 0; j0 < nk; j0 += ATT_TILE) {
-        int cnt = nk - j0 < ATT_TILE ? nk - j0 : ATT_TILE;
-        __syncthreads();
-        if (!one_tile) load_tile(pg, k_pages, v_pages, s, off, j0, cnt, ks, NULL, rowoff);
-        __syncthreads();
-        if (t < cnt) {
-            own_e = d_expf(__fsub_rn(one_tile ? own : score(qs, ks + t * stride, hd, scale), mx));
-            ps[t] = own_e;
-        }
-        __syncthreads();
-        if (t == 0)
-            for (int j = 0; j < cnt; j++) sum = __fadd_rn(sum, ps[j]);
-    }
-    __syncthreads();
-    if (t == 0) bcast = sum;
-    __syncthreads();
-    sum = bcast;
-
-    // Pass 3: probabilities and P·V, ascending position, one thread per output dimension.
+    float mx = -INFINITY, sum = 0.f;
     float acc0 = 0.f, acc1 = 0.f; // d = t and d = t + ATT_THREADS
     const int d0 = t, d1 = t + ATT_THREADS;
-    for (int j0 = 0; j0 < nk; j0 += ATT_TILE) {
-        int cnt = nk - j0 < ATT_TILE ? nk - j0 : ATT_TILE;
-        __syncthreads();
-        if (!one_tile) load_tile(pg, k_pages, v_pages, s, off, j0, cnt, ks, vs, rowoff);
-        __syncthreads();
-        if (t < cnt) {
-            const float e = one_tile ? own_e
-                                     : d_expf(__fsub_rn(score(qs, ks + t * stride, hd, scale), mx));
-            ps[t] = __fdiv_rn(e, sum);
+    for (int u = 0; u < n_loads; u++) {
+        issue(u + ATT_BUFS - 1);
+        if (u == T) { // pass 2: the maximum, the stored keys' exponentials, their sum in thread 0
+            for (int m = 16; m >= 1; m >>= 1) {
+                const float o = __shfl_xor_sync(0xffffffffu, mx, m);
+                if (o > mx) mx = o;
+            }
+            if ((t & 31) == 0) red[t >> 5] = mx;
+            __syncthreads();
+            if (t == 0) {
+                float m = red[0];
+                for (int w = 1; w < ATT_THREADS / 32; w++)
+                    if (red[w] > m) m = red[w];
+                mx_sh = m;
+            }
+            __syncthreads();
+            mx = mx_sh;
+            for (int j = t; j < n_stored; j += ATT_THREADS) sc[j] = d_expf(__fsub_rn(sc[j], mx));
+            __syncthreads();
+            if (t == 0)
+                for (int j = 0; j < n_stored; j++) sum = __fadd_rn(sum, sc[j]);
         }
-        __syncthreads();
+        if (u == T + R) { // pass 3: the sum to every thread, the stored keys' probabilities
+            if (t == 0) sum_sh = sum;
+            __syncthreads();
+            sum = sum_sh;
+            for (int j = t; j < n_stored; j += ATT_THREADS) sc[j] = __fdiv_rn(sc[j], sum);
+        }
+        cp_async_wait<ATT_BUFS - 1>();
+        __syncthreads(); // load u has landed (everyone's copies); pass 3 sees sc and pt
+        const att_load l = load_of(u, T, Tc);
+        const int j0 = l.tile * ATT_TILE, cnt = min(ATT_TILE, nk - j0);
+        const uint16_t *tile = tiles + (size_t)(u % ATT_BUFS) * ATT_TILE * stride;
+        if (u < T) { // pass 1: scores and their maximum
+            if (t < cnt) {
+                const float sv = score(qs, tile + t * stride, hd, scale);
+                if (sv > mx) mx = sv;
+                if (l.tile < Tc) sc[j0 + t] = sv;
+            }
+        } else if (u < T + R) { // pass 2, a tile past the stored keys: its exponentials summed
+            if (t < cnt) pt[t] = d_expf(__fsub_rn(score(qs, tile + t * stride, hd, scale), mx));
+            __syncthreads();
+            if (t == 0)
+                for (int j = 0; j < cnt; j++) sum = __fadd_rn(sum, pt[j]);
+        } else if (!l.v) { // pass 3, a K tile past the stored keys: its probabilities
+            if (t < cnt)
+                pt[t] = __fdiv_rn(d_expf(__fsub_rn(score(qs, tile + t * stride, hd, scale), mx)),
+                                  sum);
+        } else { // pass 3: P·V over the tile, ascending position
+            const float *p = l.tile < Tc ? sc + j0 : pt;
 #pragma unroll 4
-        for (int j = 0; j < cnt; j++) {
-            const uint16_t *vr = vs + j * hd;
-            float p = ps[j];
-            if (d0 < hd) acc0 = d_mac(acc0, p, d_bf16_to_f32(vr[d0]));
-            if (d1 < hd) acc1 = d_mac(acc1, p, d_bf16_to_f32(vr[d1]));
+            for (int j = 0; j < cnt; j++) {
+                const uint16_t *vr = tile + j * stride;
+                if (d0 < hd) acc0 = d_mac(acc0, p[j], d_bf16_to_f32(vr[d0]));
+                if (d1 < hd) acc1 = d_mac(acc1, p[j], d_bf16_to_f32(vr[d1]));
+            }
         }
     }
     uint16_t *o = out + (size_t)i * qd + (size_t)h * hd;
@@ -206,11 +223,8 @@ __global__ void __launch_bounds__(ATT_THREADS)
     if (d1 < hd) o[d1] = d_f32_to_bf16(acc1);
 }
 
-// ks, qs, ps, vs.
-size_t attention_smem(int hd) {
-    return (size_t)ATT_TILE * att_stride(hd) * 2 + (size_t)(hd + ATT_TILE) * sizeof(float) +
-           (size_t)ATT_TILE * hd * 2;
-}
+// The most dynamic shared memory a block of attention_k may have (cu_attention_init).
+int att_smem_max = 0;
 
 } // namespace
 
@@ -226,15 +240,39 @@ void cu_attention(void *ctx, const be_paging *pg, const bf16 *k_pages, const bf1
     if (rows <= 0) return;
     static_assert(2 * ATT_THREADS >= ATT_MAX_HD, "two output dimensions per thread");
     float scale = 1.0f / sqrtf((float)pg->head_dim); // the CPU twin's expression, on the host
-    size_t smem = attention_smem(pg->head_dim);
+    // Stored scores: whole tiles, no more than a sequence can hold, the context's setting allows
+    // and the shared memory fits.
+    const long long span = (long long)pg->table_stride * pg->page_size;
+    long long stored = (span + ATT_TILE - 1) / ATT_TILE * ATT_TILE;
+    if (stored > c->att_stored_keys) stored = c->att_stored_keys / ATT_TILE * ATT_TILE;
+    const long long fits =
+        ((long long)att_smem_max - (long long)attention_smem(pg->head_dim, 0)) / 4;
+    if (stored > fits) stored = fits / ATT_TILE * ATT_TILE;
+    SG_CHECK(stored >= 0, "attention head_dim %d: two tiles exceed the device's %d bytes of "
+             "shared memory per block", pg->head_dim, att_smem_max);
+    const size_t smem = attention_smem(pg->head_dim, (int)stored);
     dim3 grid((unsigned)n_heads, (unsigned)rows);
     attention_k<<<grid, ATT_THREADS, smem, c->stream>>>(*pg, k_pages, v_pages, row_table, n_keys, q,
-                                                        n_heads, scale, out);
+                                                        n_heads, scale, (int)stored, out);
     CUDA_CHECK_LAUNCH();
 }
 
-// The dynamic shared memory the largest head needs (set once when the backend is made).
+// Scores a new backend keeps in shared memory per row and head: SG_CUDA_ATT_STORED_KEYS (a
+// measurement and test switch: 0 recomputes every score in the later passes) or ATT_STORED_KEYS.
+int cu_attention_stored_keys(void) {
+    const char *env = getenv("SG_CUDA_ATT_STORED_KEYS");
+    const long v = env && *env ? strtol(env, NULL, 10) : ATT_STORED_KEYS;
+    return v < 0 ? 0 : v > (1L << 20) ? 1 << 20 : (int)v;
+}
+
+// Lets attention_k have all the shared memory the device allows a block (once per process).
 void cu_attention_init(void) {
+    int d;
+    CUDA_CHECK(cudaGetDevice(&d));
+    CUDA_CHECK(cudaDeviceGetAttribute(&att_smem_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, d));
+    cudaFuncAttributes attr;
+    CUDA_CHECK(cudaFuncGetAttributes(&attr, attention_k));
+    att_smem_max -= (int)attr.sharedSizeBytes; // the static part counts against the same limit
     CUDA_CHECK(cudaFuncSetAttribute(attention_k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    (int)attention_smem(ATT_MAX_HD)));
+                                    att_smem_max));
 }

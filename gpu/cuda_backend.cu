@@ -207,6 +207,7 @@ extern "C" int cuda_backend_create(sg_backend **out) {
     CUDA_CHECK(cudaEventCreate(&c->t1));
     cuda_scratch(c, (size_t)1 << 20);
     cu_attention_init();
+    c->att_stored_keys = cu_attention_stored_keys();
     sg_backend *be = static_cast<sg_backend *>(sg_calloc(1, sizeof *be));
     be->name = "cuda";
     be->ctx = c;

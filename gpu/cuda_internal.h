@@ -25,6 +25,7 @@ struct cuda_ctx {
     int n_old_scratch;  // when the backend is destroyed
     cudaEvent_t t0, t1;
     void *cublas; // cublasHandle_t, made on first use of cuda_vendor_gemm
+    int att_stored_keys; // attention scores kept in shared memory per row and head (attention.cu)
 };
 
 // Scratch of at least `bytes`. A smaller one is replaced but stays allocated (graphs captured with
@@ -53,8 +54,10 @@ void cu_embed(void *ctx, const bf16 *table, int H, const int32_t *ids, int rows,
 void cu_swiglu(void *ctx, const bf16 *gate, const bf16 *up, size_t n, bf16 *out); // gemm_swiglu
 void cu_add(void *ctx, bf16 *h, const bf16 *x, size_t n);
 
-// attention.cu (cu_attention_init: once per process, before the first attention)
+// attention.cu (cu_attention_init: once per process, before the first attention;
+// cu_attention_stored_keys: a new context's att_stored_keys)
 void cu_attention_init(void);
+int cu_attention_stored_keys(void);
 void cu_attention(void *ctx, const be_paging *pg, const bf16 *k_pages, const bf16 *v_pages,
                   const int32_t *row_table, const int32_t *n_keys, const bf16 *q, int rows,
                   int n_heads, bf16 *out);

@@ -4,7 +4,8 @@
 //   order; gemm, gemm_logits and markov_step, whose K order is the CUDA backend's own, within the
 //   order rule |d| <= 1e-5·S + rounding), guard zones intact, each row alone equal to the row in
 //   the batch, the 2048-row GEMMs' prefixes M in {1, 2, 7, 8, 9, 32, 33, 256, 2048} equal bitwise,
-//   graph replay and reruns equal bitwise.
+//   graph replay and reruns equal bitwise; attention also with its scores recomputed past one tile
+//   or from the first key (SG_CUDA_ATT_STORED_KEYS).
 // - Memory: allocations are zero-filled, round trips are exact, an impossible allocation is NULL
 //   and leaves the backend usable.
 // - The engine on the committed tiny fixture with the CUDA backend: every request of every gate
@@ -38,7 +39,8 @@ static sg_backend *gpu(void) {
     return b;
 }
 
-START_TEST(test_ops_against_cpu_twin) {
+// The bring-up tool's check mode over `op` (NULL: every op) on a new CUDA backend.
+static void check_ops(const char *op) {
     sg_backend *g = gpu(), *c = cpu_backend_create();
     ops_device dev = {.sync = cuda_backend_sync,
                       .capture_begin = cuda_capture_begin,
@@ -47,11 +49,27 @@ START_TEST(test_ops_against_cpu_twin) {
                       .timer_end_us = cuda_timer_end_us,
                       .vendor_gemm = cuda_vendor_gemm,
                       .vendor_name = "cuBLAS"};
-    ops_options o = {.seed = 1};
+    ops_options o = {.seed = 1, .op = op};
     int st = ops_run(&o, g, &dev, c, stdout);
     ck_assert_msg(st == SG_OK, "%s", sg_error());
     c->destroy(c);
     g->destroy(g);
+}
+
+START_TEST(test_ops_against_cpu_twin) { check_ops(NULL); }
+END_TEST
+
+// Attention with fewer stored scores than keys (SG_CUDA_ATT_STORED_KEYS, read when a backend is
+// made): 128 keeps one tile of the small and Qwen3-4B cases' up to 320 and 1600 keys, 0 none; the
+// later passes recompute the rest from K, bit for bit the CPU twin's all the same.
+START_TEST(test_attention_recomputed_scores) {
+    static const char *const keys[] = {"128", "0"};
+    for (int i = 0; i < 2; i++) {
+        setenv("SG_CUDA_ATT_STORED_KEYS", keys[i], 1);
+        printf("SG_CUDA_ATT_STORED_KEYS=%s\n", keys[i]);
+        check_ops("attention");
+    }
+    unsetenv("SG_CUDA_ATT_STORED_KEYS");
 }
 END_TEST
 
@@ -172,6 +190,7 @@ int main(void) {
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_memory);
     tcase_add_test(tc, test_ops_against_cpu_twin);
+    tcase_add_test(tc, test_attention_recomputed_scores);
     tcase_add_test(tc, test_engine_tiny_fixture);
     suite_add_tcase(s, tc);
     return tu_run(s);
