@@ -245,11 +245,10 @@ void cu_attention(void *ctx, const be_paging *pg, const bf16 *k_pages, const bf1
     const long long span = (long long)pg->table_stride * pg->page_size;
     long long stored = (span + ATT_TILE - 1) / ATT_TILE * ATT_TILE;
     if (stored > c->att_stored_keys) stored = c->att_stored_keys / ATT_TILE * ATT_TILE;
-    const long long fits =
-        ((long long)att_smem_max - (long long)attention_smem(pg->head_dim, 0)) / 4;
-    if (stored > fits) stored = fits / ATT_TILE * ATT_TILE;
-    SG_CHECK(stored >= 0, "attention head_dim %d: two tiles exceed the device's %d bytes of "
+    const long long spare = (long long)att_smem_max - (long long)attention_smem(pg->head_dim, 0);
+    SG_CHECK(spare >= 0, "attention head_dim %d: two tiles exceed the device's %d bytes of "
              "shared memory per block", pg->head_dim, att_smem_max);
+    if (stored > spare / 4) stored = spare / 4 / ATT_TILE * ATT_TILE;
     const size_t smem = attention_smem(pg->head_dim, (int)stored);
     dim3 grid((unsigned)n_heads, (unsigned)rows);
     attention_k<<<grid, ATT_THREADS, smem, c->stream>>>(*pg, k_pages, v_pages, row_table, n_keys, q,
