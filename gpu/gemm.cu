@@ -771,7 +771,8 @@ int split_forced_warps(void) {
 // one-row-tile blocks (split_ring), each warp's ring.
 template <int MT, int NT, bool RT>
 size_t split_smem(size_t park, int W) {
-    return park + (split_ring<MT, NT, RT>() ? (size_t)W * SPLIT_RING * split_ring_stage<NT>() * 16 : 0);
+    const size_t ring = (size_t)W * SPLIT_RING * split_ring_stage<NT>() * 16;
+    return park + (split_ring<MT, NT, RT>() ? ring : 0);
 }
 
 // Warps per gemm_split block for `tiles` blocks over S segments. A warp streams ceil(S / W)

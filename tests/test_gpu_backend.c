@@ -67,6 +67,7 @@ START_TEST(test_attention_recomputed_scores) {
     for (int i = 0; i < 2; i++) {
         setenv("SG_CUDA_ATT_STORED_KEYS", keys[i], 1);
         printf("SG_CUDA_ATT_STORED_KEYS=%s\n", keys[i]);
+        fflush(stdout); // shown even when a device fault aborts the check
         check_ops("attention");
     }
     unsetenv("SG_CUDA_ATT_STORED_KEYS");
