@@ -1,6 +1,9 @@
 // gpu/attention.cu: paged attention (backend.h), with the CPU twin's order.
 //
-// Attention: one block per (query row, head). Per head, in fp32, exactly cpu_backend.c's sequence:
+// Attention: one block per query row and `teams` query heads of one KV head (att_teams: 1 to 4,
+// by the rows), a team of ATT_THREADS threads per head, the teams sharing the block's K and V
+// tiles (each tile is read once for the block's heads). Per head, in fp32, exactly cpu_backend.c's
+// sequence:
 //   s[j] = (Σ_d q[d]·k[j][d], d ascending, one thread per key) · scale,
 //   mx = max_j s[j] (exact in any order),
 //   sum = Σ_j expf(s[j] − mx), j ascending, in one thread,
@@ -31,8 +34,10 @@
 
 namespace {
 
-constexpr int ATT_THREADS = 128;
-constexpr int ATT_TILE = 128; // keys per tile: one per thread in the score passes
+constexpr int ATT_THREADS = 128; // a head's team
+constexpr int ATT_MAX_TEAMS = 4;  // heads per block
+constexpr int ATT_WIDE_ROWS = 32; // from this many rows, ATT_MAX_TEAMS heads per block (att_teams)
+constexpr int ATT_TILE = 128; // keys per tile: one per team thread in the score passes
 constexpr int ATT_MAX_HD = 256;
 constexpr int ATT_STORED_KEYS = 8192; // default scores kept per row (32 KB of shared memory)
 // Tile buffers: ATT_BUFS - 1 loads in flight while one tile is used. Measured on the H200
@@ -49,15 +54,33 @@ __host__ __device__ __forceinline__ int att_stride(int hd) {
     return hd % 8 == 0 ? hd + 8 : hd + 2;
 }
 
-// Dynamic shared memory: ATT_BUFS tile buffers [ATT_TILE][att_stride(hd)] bf16, then qs [hd], the
-// stored scores sc [stored] and one tile's recomputed ones pt [ATT_TILE], fp32.
-size_t attention_smem(int hd, int stored) {
-    return (size_t)ATT_BUFS * ATT_TILE * att_stride(hd) * 2 + (size_t)(hd + stored + ATT_TILE) * 4;
+// Dynamic shared memory: ATT_BUFS tile buffers [ATT_TILE][att_stride(hd)] bf16, then per team
+// qs [hd], the stored scores sc [stored] and one tile's recomputed ones pt [ATT_TILE], fp32.
+__host__ __device__ __forceinline__ size_t att_team_floats(int hd, int stored) {
+    return (size_t)hd + stored + ATT_TILE;
+}
+size_t attention_smem(int hd, int stored, int teams) {
+    return (size_t)ATT_BUFS * ATT_TILE * att_stride(hd) * 2 +
+           (size_t)teams * att_team_floats(hd, stored) * 4;
+}
+
+// Heads per block: the largest divisor of the query heads per KV head (group) up to `setting`
+// (SG_CUDA_ATT_TEAMS) or, where that is 0, up to 2 below ATT_WIDE_ROWS rows and ATT_MAX_TEAMS from
+// there. Measured on the H200 (bench/README.md, 2026-12-01, third session; teams 1 / 2 / 4): 4
+// heads per block make fewer, longer blocks, which pays where many rows fill the GPU (spec at 16
+// requests 2093 / 2178 / 2468 tok/s) and loses where few rows or rows of very different lengths
+// leave SMs idle (plain at 4 requests 1067 / 1073 / 1003; ops perf, 24 rows of 1 .. 1600 keys:
+// 157.6 / 106.0 / 173.6 us); 2 was never slower than 1.
+int att_teams(int group, int rows, int setting) {
+    int teams = setting > 0 ? setting : rows >= ATT_WIDE_ROWS ? ATT_MAX_TEAMS : 2;
+    while (group % teams != 0) teams--;
+    return teams;
 }
 
 // Copies the rows at pool offsets rowoff[0 .. cnt) of one head (hd elements each) into tile
 // [ATT_TILE][att_stride(hd)], 16 bytes a piece (vec: head_dim % 8 == 0 and 16-byte aligned pools)
-// or 4, consecutive threads taking consecutive pieces of a row; committed as one group.
+// or 4, consecutive threads of the block taking consecutive pieces of a row; committed as one
+// group.
 __device__ __forceinline__ void copy_tile(const uint16_t *pool, int hd, bool vec, int cnt,
                                           const size_t *rowoff, uint16_t *tile) {
     const int stride = att_stride(hd), E = vec ? 8 : 2, pieces = hd / E, n = cnt * pieces;
@@ -109,7 +132,7 @@ __device__ __forceinline__ att_load load_of(int u, int T, int Tc) {
     return {Tc + u / 2, (u & 1) != 0};
 }
 
-__global__ void __launch_bounds__(ATT_THREADS)
+__global__ void __launch_bounds__(ATT_THREADS * ATT_MAX_TEAMS)
     attention_k(be_paging pg, const uint16_t *__restrict__ k_pages,
                 const uint16_t *__restrict__ v_pages, const int32_t *__restrict__ row_table,
                 const int32_t *__restrict__ n_keys, const uint16_t *__restrict__ q, int n_heads,
@@ -117,15 +140,17 @@ __global__ void __launch_bounds__(ATT_THREADS)
     extern __shared__ __align__(16) unsigned char att_smem[];
     const int hd = pg.head_dim, stride = att_stride(hd);
     uint16_t *tiles = reinterpret_cast<uint16_t *>(att_smem); // [ATT_BUFS][ATT_TILE][stride]
-    float *qs = reinterpret_cast<float *>(att_smem + (size_t)ATT_BUFS * ATT_TILE * stride * 2);
+    const int team = threadIdx.x / ATT_THREADS, t = threadIdx.x % ATT_THREADS;
+    float *qs = reinterpret_cast<float *>(att_smem + (size_t)ATT_BUFS * ATT_TILE * stride * 2) +
+                team * att_team_floats(hd, stored);
     float *sc = qs + hd;      // [stored]: scores, then exponentials, then probabilities
     float *pt = sc + stored;  // [ATT_TILE]: one recomputed tile's
-    __shared__ float red[ATT_THREADS / 32];
+    __shared__ float red[ATT_MAX_TEAMS][ATT_THREADS / 32];
     __shared__ size_t rowoff[ATT_BUFS][ATT_TILE];
-    __shared__ float mx_sh, sum_sh;
+    __shared__ float mx_sh[ATT_MAX_TEAMS], sum_sh[ATT_MAX_TEAMS];
 
-    const int h = blockIdx.x, i = blockIdx.y, t = threadIdx.x;
-    const int group = n_heads / pg.n_kv_heads;
+    const int h = blockIdx.x * (blockDim.x / ATT_THREADS) + team, i = blockIdx.y;
+    const int group = n_heads / pg.n_kv_heads; // the block's heads share h / group
     const size_t off = (size_t)(h / group) * hd;
     const size_t qd = (size_t)n_heads * hd;
     const int s = row_table[i], nk = n_keys[i];
@@ -144,7 +169,7 @@ __global__ void __launch_bounds__(ATT_THREADS)
         const att_load l = load_of(u, T, Tc);
         const int j0 = l.tile * ATT_TILE, cnt = min(ATT_TILE, nk - j0);
         size_t *ro = rowoff[u % ATT_BUFS];
-        if (t < cnt) ro[t] = kv_row(pg, s, j0 + t) + off;
+        if (threadIdx.x < cnt) ro[threadIdx.x] = kv_row(pg, s, j0 + threadIdx.x) + off;
         __syncthreads();
         copy_tile(l.v ? v_pages : k_pages, hd, vec, cnt, ro,
                   tiles + (size_t)(u % ATT_BUFS) * ATT_TILE * stride);
@@ -167,25 +192,25 @@ __global__ void __launch_bounds__(ATT_THREADS)
                 const float o = __shfl_xor_sync(0xffffffffu, mx, m);
                 if (o > mx) mx = o;
             }
-            if ((t & 31) == 0) red[t >> 5] = mx;
+            if ((t & 31) == 0) red[team][t >> 5] = mx;
             __syncthreads();
             if (t == 0) {
-                float m = red[0];
+                float m = red[team][0];
                 for (int w = 1; w < ATT_THREADS / 32; w++)
-                    if (red[w] > m) m = red[w];
-                mx_sh = m;
+                    if (red[team][w] > m) m = red[team][w];
+                mx_sh[team] = m;
             }
             __syncthreads();
-            mx = mx_sh;
+            mx = mx_sh[team];
             for (int j = t; j < n_stored; j += ATT_THREADS) sc[j] = d_expf(__fsub_rn(sc[j], mx));
             __syncthreads();
             if (t == 0)
                 for (int j = 0; j < n_stored; j++) sum = __fadd_rn(sum, sc[j]);
         }
         if (u == T + R) { // pass 3: the sum to every thread, the stored keys' probabilities
-            if (t == 0) sum_sh = sum;
+            if (t == 0) sum_sh[team] = sum;
             __syncthreads();
-            sum = sum_sh;
+            sum = sum_sh[team];
             for (int j = t; j < n_stored; j += ATT_THREADS) sc[j] = __fdiv_rn(sc[j], sum);
         }
         cp_async_wait<ATT_BUFS - 1>();
@@ -245,23 +270,29 @@ void cu_attention(void *ctx, const be_paging *pg, const bf16 *k_pages, const bf1
     const long long span = (long long)pg->table_stride * pg->page_size;
     long long stored = (span + ATT_TILE - 1) / ATT_TILE * ATT_TILE;
     if (stored > c->att_stored_keys) stored = c->att_stored_keys / ATT_TILE * ATT_TILE;
-    const long long spare = (long long)att_smem_max - (long long)attention_smem(pg->head_dim, 0);
+    const int teams = att_teams(n_heads / pg->n_kv_heads, rows, c->att_teams);
+    const long long spare =
+        (long long)att_smem_max - (long long)attention_smem(pg->head_dim, 0, teams);
     SG_CHECK(spare >= 0, "attention head_dim %d: two tiles exceed the device's %d bytes of "
              "shared memory per block", pg->head_dim, att_smem_max);
-    if (stored > spare / 4) stored = spare / 4 / ATT_TILE * ATT_TILE;
-    const size_t smem = attention_smem(pg->head_dim, (int)stored);
-    dim3 grid((unsigned)n_heads, (unsigned)rows);
-    attention_k<<<grid, ATT_THREADS, smem, c->stream>>>(*pg, k_pages, v_pages, row_table, n_keys, q,
-                                                        n_heads, scale, (int)stored, out);
+    if (stored > spare / (4 * teams)) stored = spare / (4 * teams) / ATT_TILE * ATT_TILE;
+    const size_t smem = attention_smem(pg->head_dim, (int)stored, teams);
+    dim3 grid((unsigned)(n_heads / teams), (unsigned)rows);
+    attention_k<<<grid, ATT_THREADS * teams, smem, c->stream>>>(
+        *pg, k_pages, v_pages, row_table, n_keys, q, n_heads, scale, (int)stored, out);
     CUDA_CHECK_LAUNCH();
 }
 
 // Scores a new backend keeps in shared memory per row and head: SG_CUDA_ATT_STORED_KEYS (a
 // measurement and test switch: 0 recomputes every score in the later passes) or ATT_STORED_KEYS.
 int cu_attention_stored_keys(void) {
-    const char *env = getenv("SG_CUDA_ATT_STORED_KEYS");
-    const long v = env && *env ? strtol(env, NULL, 10) : ATT_STORED_KEYS;
-    return v < 0 ? 0 : v > (1L << 20) ? 1 << 20 : (int)v;
+    return cu_env_switch("SG_CUDA_ATT_STORED_KEYS", ATT_STORED_KEYS, 0, 1 << 20);
+}
+
+// Heads per attention block a new backend uses at most: SG_CUDA_ATT_TEAMS (a measurement and test
+// switch, 1 .. ATT_MAX_TEAMS) or 0 (att_teams' choice by rows).
+int cu_attention_teams(void) {
+    return cu_env_switch("SG_CUDA_ATT_TEAMS", 0, 0, ATT_MAX_TEAMS);
 }
 
 // Lets attention_k have all the shared memory the device allows a block (once per process).

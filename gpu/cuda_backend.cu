@@ -123,6 +123,12 @@ void cu_destroy(sg_backend *be) {
 
 // A captured graph keeps the scratch address it was captured with, so a superseded buffer stays
 // allocated until the backend is destroyed (at most about the final size again, as it doubles).
+int cu_env_switch(const char *name, int dflt, int lo, int hi) {
+    const char *env = getenv(name);
+    const long v = env && *env ? strtol(env, NULL, 10) : dflt;
+    return v < lo ? lo : v > hi ? hi : (int)v;
+}
+
 void *cuda_scratch(cuda_ctx *c, size_t bytes) {
     if (bytes <= c->scratch_bytes) return c->scratch;
     cudaStreamCaptureStatus cs;
@@ -208,6 +214,7 @@ extern "C" int cuda_backend_create(sg_backend **out) {
     cuda_scratch(c, (size_t)1 << 20);
     cu_attention_init();
     c->att_stored_keys = cu_attention_stored_keys();
+    c->att_teams = cu_attention_teams();
     sg_backend *be = static_cast<sg_backend *>(sg_calloc(1, sizeof *be));
     be->name = "cuda";
     be->ctx = c;

@@ -26,12 +26,16 @@ struct cuda_ctx {
     cudaEvent_t t0, t1;
     void *cublas; // cublasHandle_t, made on first use of cuda_vendor_gemm
     int att_stored_keys; // attention scores kept in shared memory per row and head (attention.cu)
+    int att_teams;       // attention heads per block at most, 0: chosen by rows (attention.cu)
 };
 
 // Scratch of at least `bytes`. A smaller one is replaced but stays allocated (graphs captured with
 // it may still run) until the backend is destroyed; growing during a stream capture is an internal
 // error (SG_CHECK): the eager run of the same ops sizes it first.
 void *cuda_scratch(cuda_ctx *c, size_t bytes);
+
+// A measurement or test switch from the environment: `dflt` when unset, else clamped to lo .. hi.
+int cu_env_switch(const char *name, int dflt, int lo, int hi);
 
 // gemm.cu
 void cu_gemm(void *ctx, const bf16 *x, int M, int K, const bf16 *w, int N, void *y, int out_f32);
@@ -55,9 +59,10 @@ void cu_swiglu(void *ctx, const bf16 *gate, const bf16 *up, size_t n, bf16 *out)
 void cu_add(void *ctx, bf16 *h, const bf16 *x, size_t n);
 
 // attention.cu (cu_attention_init: once per process, before the first attention;
-// cu_attention_stored_keys: a new context's att_stored_keys)
+// cu_attention_stored_keys, cu_attention_teams: a new context's att_stored_keys, att_teams)
 void cu_attention_init(void);
 int cu_attention_stored_keys(void);
+int cu_attention_teams(void);
 void cu_attention(void *ctx, const be_paging *pg, const bf16 *k_pages, const bf16 *v_pages,
                   const int32_t *row_table, const int32_t *n_keys, const bf16 *q, int rows,
                   int n_heads, bf16 *out);

@@ -747,23 +747,15 @@ bool launch_tiled_any(const cuda_ctx *c, const bf16 *x, int M, int K, const spli
     return launch_tiled<1>(c, x, M, K, G, out_f32, vec);
 }
 
-// A measurement switch from the environment, read once per call site: `dflt` when unset, else
-// clamped to lo .. hi.
-int env_switch(const char *name, int dflt, int lo, int hi) {
-    const char *env = getenv(name);
-    const int v = env && *env ? atoi(env) : dflt;
-    return v < lo ? lo : v > hi ? hi : v;
-}
-
 // The most rows gemm_split takes (SG_CUDA_GEMM_SPLIT_MAX_M overrides it, 0 turns it off).
 int split_max_m(void) {
-    static const int max_m = env_switch("SG_CUDA_GEMM_SPLIT_MAX_M", 64, 0, 64);
+    static const int max_m = cu_env_switch("SG_CUDA_GEMM_SPLIT_MAX_M", 64, 0, 64);
     return max_m;
 }
 
 // Forced warps per gemm_split block (SG_CUDA_GEMM_SPLIT_WARPS; 0 or unset: split_warps' model).
 int split_forced_warps(void) {
-    static const int w = env_switch("SG_CUDA_GEMM_SPLIT_WARPS", 0, 0, SPLIT_MAX_WARPS);
+    static const int w = cu_env_switch("SG_CUDA_GEMM_SPLIT_WARPS", 0, 0, SPLIT_MAX_WARPS);
     return w;
 }
 

@@ -59,17 +59,35 @@ static void check_ops(const char *op) {
 START_TEST(test_ops_against_cpu_twin) { check_ops(NULL); }
 END_TEST
 
-// Attention with fewer stored scores than keys (SG_CUDA_ATT_STORED_KEYS, read when a backend is
-// made): 128 keeps one tile of the small and Qwen3-4B cases' up to 320 and 1600 keys, 0 none; the
-// later passes recompute the rest from K, bit for bit the CPU twin's all the same.
-START_TEST(test_attention_recomputed_scores) {
-    static const char *const keys[] = {"128", "0"};
-    for (int i = 0; i < 2; i++) {
-        setenv("SG_CUDA_ATT_STORED_KEYS", keys[i], 1);
-        printf("SG_CUDA_ATT_STORED_KEYS=%s\n", keys[i]);
+// The attention ops check with the environment switch `name` (read when a backend is made) set
+// to each of values[0 .. n), then unset.
+static void check_attention_with(const char *name, const char *const *values, int n) {
+    for (int i = 0; i < n; i++) {
+        setenv(name, values[i], 1);
+        printf("%s=%s\n", name, values[i]);
         fflush(stdout); // shown even when a device fault aborts the check
         check_ops("attention");
     }
+    unsetenv(name);
+}
+
+// Attention with fewer stored scores than keys (SG_CUDA_ATT_STORED_KEYS): 128 keeps one tile of
+// the small and Qwen3-4B cases' up to 320 and 1600 keys, 0 none; the later passes recompute the
+// rest from K, bit for bit the CPU twin's all the same.
+START_TEST(test_attention_recomputed_scores) {
+    static const char *const keys[] = {"128", "0"};
+    check_attention_with("SG_CUDA_ATT_STORED_KEYS", keys, 2);
+}
+END_TEST
+
+// Attention with 1, 2 and 4 heads per block at most (SG_CUDA_ATT_TEAMS; the cases have 3, 1 and
+// 4 query heads per KV head, so blocks of 1, 2, 3 and 4 heads run), bitwise the CPU twin's; the
+// default choice by rows takes at most 2 in these cases.
+START_TEST(test_attention_heads_per_block) {
+    static const char *const teams[] = {"1", "2", "4"};
+    check_attention_with("SG_CUDA_ATT_TEAMS", teams, 3);
+    setenv("SG_CUDA_ATT_STORED_KEYS", "0", 1); // 4 heads sharing tiles that are read again
+    check_attention_with("SG_CUDA_ATT_TEAMS", teams + 2, 1);
     unsetenv("SG_CUDA_ATT_STORED_KEYS");
 }
 END_TEST
@@ -192,6 +210,7 @@ int main(void) {
     tcase_add_test(tc, test_memory);
     tcase_add_test(tc, test_ops_against_cpu_twin);
     tcase_add_test(tc, test_attention_recomputed_scores);
+    tcase_add_test(tc, test_attention_heads_per_block);
     tcase_add_test(tc, test_engine_tiny_fixture);
     suite_add_tcase(s, tc);
     return tu_run(s);
