@@ -213,6 +213,6 @@ int main(void) {
     tcase_add_test(tc, test_attention_heads_per_block);
     tcase_add_test(tc, test_engine_tiny_fixture);
     suite_add_tcase(s, tc);
-    return tu_run(s);
+    return tu_run_no_fork(s);
 }
 #endif

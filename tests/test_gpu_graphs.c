@@ -152,6 +152,6 @@ int main(void) {
     tcase_add_test(tc, test_scratch_outlives_graphs);
     tcase_add_test(tc, test_graphs_on_off);
     suite_add_tcase(s, tc);
-    return tu_run(s);
+    return tu_run_no_fork(s);
 }
 #endif

@@ -68,10 +68,15 @@ cJSON *tu_load_json(const char *path) {
     return j;
 }
 
-int tu_run(Suite *suite) {
+static int run_suite(Suite *suite, enum fork_status fork) {
     SRunner *runner = srunner_create(suite);
+    srunner_set_fork_status(runner, fork);
     srunner_run_all(runner, CK_NORMAL);
     int failed = srunner_ntests_failed(runner);
     srunner_free(runner);
     return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
+
+int tu_run(Suite *suite) { return run_suite(suite, CK_FORK_GETENV); }
+
+int tu_run_no_fork(Suite *suite) { return run_suite(suite, CK_NOFORK); }

@@ -25,5 +25,8 @@ int tu_run_cli(const char *args, char *out, size_t size);
 struct cJSON *tu_load_json(const char *path);
 // Runs the suite (fork mode as CK_FORK says) and returns the process exit status.
 int tu_run(Suite *suite);
+// Runs the suite in this process, whatever CK_FORK says (GPU tests: their main has initialised
+// CUDA to probe for a device, and a forked child cannot use it: "initialization error").
+int tu_run_no_fork(Suite *suite);
 
 #endif
