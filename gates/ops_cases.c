@@ -316,7 +316,8 @@ static void run_add_rmsnorm(const sg_backend *be, const ops_case *c, void *const
 // ---- paged KV: qk_norm_rope_store and attention ----
 
 // p: page_size, n_kv_heads, head_dim, n_pages, n_seq, table_stride, n_heads. The query heads per
-// KV head are 3, 1 and 4 (CUDA attention: 3, 1 and 4 heads per block sharing the K/V tiles).
+// KV head are 3, 1 and 4 (with SG_CUDA_ATT_TEAMS=4, CUDA attention blocks of 3, 1 and 4 heads
+// sharing their K/V tiles).
 static const int kv_geom[N_SIZES][7] = {
     {4, 1, 6, 10, 2, 4, 3},         // tiny: head_dim 6 (not whole 16-byte pieces)
     {16, 4, 160, 64, 3, 20, 4},     // small: head_dim 160 (two output dims per thread), no GQA

@@ -121,14 +121,14 @@ void cu_destroy(sg_backend *be) {
 
 } // namespace
 
-// A captured graph keeps the scratch address it was captured with, so a superseded buffer stays
-// allocated until the backend is destroyed (at most about the final size again, as it doubles).
 int cu_env_switch(const char *name, int dflt, int lo, int hi) {
     const char *env = getenv(name);
     const long v = env && *env ? strtol(env, NULL, 10) : dflt;
     return v < lo ? lo : v > hi ? hi : (int)v;
 }
 
+// A captured graph keeps the scratch address it was captured with, so a superseded buffer stays
+// allocated until the backend is destroyed (at most about the final size again, as it doubles).
 void *cuda_scratch(cuda_ctx *c, size_t bytes) {
     if (bytes <= c->scratch_bytes) return c->scratch;
     cudaStreamCaptureStatus cs;
