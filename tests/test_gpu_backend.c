@@ -60,7 +60,8 @@ START_TEST(test_ops_against_cpu_twin) { check_ops(NULL); }
 END_TEST
 
 // The attention ops check with the environment switch `name` (read when a backend is made) set
-// to each of values[0 .. n), then unset.
+// to each of values[0 .. n). The switches are unset after every test (unset_switches), also
+// after a failed one: the tests share one process.
 static void check_attention_with(const char *name, const char *const *values, int n) {
     for (int i = 0; i < n; i++) {
         setenv(name, values[i], 1);
@@ -68,7 +69,11 @@ static void check_attention_with(const char *name, const char *const *values, in
         fflush(stdout); // shown even when a device fault aborts the check
         check_ops("attention");
     }
-    unsetenv(name);
+}
+
+static void unset_switches(void) {
+    unsetenv("SG_CUDA_ATT_STORED_KEYS");
+    unsetenv("SG_CUDA_ATT_TEAMS");
 }
 
 // Attention with fewer stored scores than keys (SG_CUDA_ATT_STORED_KEYS): 128 keeps one tile of
@@ -88,7 +93,6 @@ START_TEST(test_attention_heads_per_block) {
     check_attention_with("SG_CUDA_ATT_TEAMS", teams, 3);
     setenv("SG_CUDA_ATT_STORED_KEYS", "0", 1); // 4 heads sharing tiles that are read again
     check_attention_with("SG_CUDA_ATT_TEAMS", teams + 2, 1);
-    unsetenv("SG_CUDA_ATT_STORED_KEYS");
 }
 END_TEST
 
@@ -207,6 +211,7 @@ int main(void) {
     Suite *s = suite_create("gpu_backend");
     TCase *tc = tcase_create("gpu");
     tcase_set_timeout(tc, 600);
+    tcase_add_checked_fixture(tc, NULL, unset_switches);
     tcase_add_test(tc, test_memory);
     tcase_add_test(tc, test_ops_against_cpu_twin);
     tcase_add_test(tc, test_attention_recomputed_scores);
