@@ -205,17 +205,17 @@ constexpr int SPLIT_MIN_WARPS = 4; // split_warps' floor
 
 // A warp's registers, per tile shape (measured on the H200 with ops perf, bench/README.md):
 // whether its weights are double-buffered (the next item's in flight during an mma chain), and
-// how many chunks' A fragments (x) are loaded together. One-row tiles and the 32 × 16 tile keep
-// the second weight set; the 32 × 8 and 64 × 8 tiles (long K, 33-64 rows) give it up for more of
-// x in flight, which their time is bound by (M = 32 down 33.4 -> 30.6 us; M = 64 down 75.7 ->
-// 72.5, lm_head 790 -> 717).
+// how many chunks' A fragments (x) are loaded together (the ring's tiles, split_ring, load a
+// segment's at once). One-row tiles and the 32 × 16 tile keep the second weight set; the 32 × 8
+// and 64 × 8 tiles (long K, 33-64 rows) give it up for more of x in flight, which their time is
+// bound by (M = 32 down 33.4 -> 30.6 us; M = 64 down 75.7 -> 72.5, lm_head 790 -> 717).
 template <int MT, int NT>
 __host__ __device__ constexpr bool split_double_buffer() {
     return MT == 1 || NT == 2;
 }
-template <int MT, bool HALF, int NT>
+template <int MT, int NT>
 __host__ __device__ constexpr int split_a_batch() {
-    return MT == 1 ? (HALF ? 4 : 2) : MT == 2 ? (NT == 2 ? 1 : 4) : 2;
+    return MT == 1 ? 2 : MT == 2 ? (NT == 2 ? 1 : 4) : 2;
 }
 
 // The weights of segment s of columns n0 .. n0 + 8·NT - 1: lane (g, q) holds rows n0 + 8j + g
@@ -236,7 +236,12 @@ __device__ __forceinline__ void split_load(const uint16_t *__restrict__ w, int N
 // instead of registers: 46 registers instead of about 106, so more warps per SM with as many
 // segments in flight per warp. Measured on the H200 (bench/README.md, 2026-12-01): plain decode
 // 306 -> 327 tok/s, ops perf M = 1 o_proj 9.3 -> 7.7 us, lm_head 212 -> 194; deeper rings (3, 4
-// stages: fewer warps per SM) and the 16-column tiles of 9-16 rows on rings were slower.
+// stages: fewer warps per SM) and the 16-column tiles of 9-16 rows on rings were slower. A warp
+// requests a segment's x (all 8 chunks: 58-60 registers) before it waits for the segment's
+// weights, so the two latencies overlap (fourth 2026-12-01 session: plain decode 325.8 -> 329.9
+// tok/s, 4 requests 1094.3 -> 1126.3; ops perf M = 8 lm_head 226.8 -> 207.3 us). Slower, same
+// session: rings for the 8-column tiles of 9-16 and 17-32 rows, and weight rows brought by bulk
+// copies (cp.async.bulk, one per row and segment, an mbarrier per stage).
 constexpr int SPLIT_RING = 2;
 template <int MT, int NT, bool RT>
 __host__ __device__ constexpr bool split_ring() {
@@ -266,25 +271,26 @@ __device__ __forceinline__ void split_issue(const uint16_t *__restrict__ w, int 
         }
 }
 
-// Segment s of the block's tile (rows 0 .. 16·MT - 1, NT column tiles of 8) with its weights
-// from wfrag(j, c) (lane (g, q)'s 8 values of column tile j, chunk c, as split_load places them):
-// the mma chain of segment_mma (the same fragment values and order; each A fragment serves the NT
-// column tiles), parked in park ([16·MT][8·NT]).
-template <int MT, bool HALF, int NT, typename WF>
-__device__ __forceinline__ void split_segment(const uint16_t *__restrict__ x, int M, int K, int s,
-                                              WF wfrag, float *park) {
-    constexpr int AB = split_a_batch<MT, HALF, NT>();
-    const int k_seg = s * KSEG;
-    const int n_chunks = min(KSEG / KCHUNK, (K - k_seg + KCHUNK - 1) / KCHUNK);
+// Chunks of segment s that hold some k < K (chunks wholly past K are not issued).
+__device__ __forceinline__ int split_chunks(int K, int s) {
+    return min(KSEG / KCHUNK, (K - s * KSEG + KCHUNK - 1) / KCHUNK);
+}
+
+// The mma chain of one segment of the block's tile (rows 0 .. 16·MT - 1, NT column tiles of 8)
+// over its first n_chunks chunks, parked in park ([16·MT][8·NT]): the x fragments of chunks
+// c0 .. c0 + AB - 1 come from xbatch(c0) (uint4 [AB][MT][2], as load_a_batch places them), the
+// weights from wfrag(j, c) (lane (g, q)'s 8 values of column tile j, chunk c, as split_load places
+// them). The fragment values and order of segment_mma; each A fragment serves the NT column tiles.
+template <int MT, int NT, int AB, typename XB, typename WF>
+__device__ __forceinline__ void split_chain(int n_chunks, XB xbatch, WF wfrag, float *park) {
     float acc[NT][MT][4];
     zero_frags(acc);
 #pragma unroll
     for (int c0 = 0; c0 < KSEG / KCHUNK; c0 += AB) {
-        uint4 a[AB][MT][2];
-        load_a_batch<AB, MT, HALF>(x, M, K, 0, k_seg, c0, a);
+        const uint4(&a)[AB][MT][2] = xbatch(c0);
 #pragma unroll
         for (int c = 0; c < AB; c++) {
-            if (c0 + c >= n_chunks) break; // chunks wholly past K are not issued
+            if (c0 + c >= n_chunks) break;
 #pragma unroll
             for (int j = 0; j < NT; j++) mma_chunk<MT>(acc[j], a[c], wfrag(j, c0 + c));
         }
@@ -297,6 +303,21 @@ __device__ __forceinline__ void split_segment(const uint16_t *__restrict__ x, in
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 park[frag_row(i, e) * TC + frag_col(j, e)] = acc[j][i][e];
+}
+
+// split_chain over segment s with x loaded from global memory split_a_batch chunks at a time.
+template <int MT, bool HALF, int NT, typename WF>
+__device__ __forceinline__ void split_segment(const uint16_t *__restrict__ x, int M, int K, int s,
+                                              WF wfrag, float *park) {
+    constexpr int AB = split_a_batch<MT, NT>();
+    uint4 a[AB][MT][2];
+    split_chain<MT, NT, AB>(
+        split_chunks(K, s),
+        [&](int c0) -> const uint4(&)[AB][MT][2] {
+            load_a_batch<AB, MT, HALF>(x, M, K, 0, s * KSEG, c0, a);
+            return a;
+        },
+        wfrag, park);
 }
 
 // The products of one gemm_split launch (backend.h gemm_group; a plain gemm is a group of one):
@@ -430,10 +451,16 @@ __global__ void __launch_bounds__(32 * SPLIT_MAX_WARPS)
         }
         pdl_wait_primary();
         for (int r = 0; v < V; v += W, r = r + 1 == SPLIT_RING ? 0 : r + 1) {
+            // The segment's x is requested before the wait for its weights, all of it at once,
+            // so its latency hides behind theirs.
+            constexpr int CH = KSEG / KCHUNK;
+            const int s = item_s<SW>(S, v);
+            uint4 xa[CH][MT][2];
+            load_a_batch<CH, MT, HALF>(x, M, K, 0, s * KSEG, 0, xa);
             cp_async_wait<SPLIT_RING - 1>();
             const uint4 *stage = ring + r * STAGE;
-            split_segment<MT, HALF, NT>(
-                x, M, K, item_s<SW>(S, v),
+            split_chain<MT, NT, CH>(
+                split_chunks(K, s), [&](int) -> const uint4(&)[CH][MT][2] { return xa; },
                 [&](int j, int c) { return stage[(j * (KSEG / KCHUNK) + c) * 32 + lane]; },
                 split_part + (size_t)v * TE);
             const int u = v + SPLIT_RING * W;
