@@ -43,9 +43,6 @@
 // takes the same columns of both products) up to 16 rows, or, past that or where gemm_split does
 // not suit the shape, the two products by the kernels above and the SwiGLU kernel
 // (elementwise.cu): the same bits either way.
-#include <stdlib.h>
-#include <string.h>
-
 #include "async_copy.h"
 #include "cuda_internal.h"
 #include "device_numerics.h"
@@ -696,7 +693,7 @@ __global__ void __launch_bounds__(32 * FOLD_WARPS_M * FOLD_WARPS_N)
 template <typename... P>
 void launch_dependent(const cuda_ctx *c, void (*k)(P...), dim3 grid, int threads, size_t smem,
                       P... args) {
-    static const int pdl = !(getenv("SG_CUDA_PDL") && strcmp(getenv("SG_CUDA_PDL"), "0") == 0);
+    static const int pdl = cu_env_switch("SG_CUDA_PDL", 1, 0, 1);
     cudaLaunchAttribute attr;
     attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr.val.programmaticStreamSerializationAllowed = 1;
