@@ -8,10 +8,10 @@
 // written next to the op with its reason; the first bad element is printed. It also checks, on the
 // backend under test: guard zones around every output (out-of-bounds writes), batch invariance
 // (each row run alone equals the row inside the batch, bitwise; for gemm also every prefix M in
-// {1, 2, 7, 8, 9, 32, 33, 256, 2048} of a 2048-row product), graph vs eager (the op captured in a
-// CUDA graph and replayed, bitwise) and rerun determinism (bitwise). Perf mode times each op (µs,
-// GB/s, TFLOP/s) and the target's GEMM shapes against the vendor library (cuBLAS), whose row
-// invariance across M it also measures.
+// {1, 2, 7, 8, 9, 16, 17, 32, 33, 256, 2048} of a 2048-row product), graph vs eager (the op
+// captured in a CUDA graph and replayed, bitwise) and rerun determinism (bitwise). Perf mode times
+// each op (µs, GB/s, TFLOP/s) and the target's GEMM shapes against the vendor library (cuBLAS),
+// whose row invariance across M it also measures.
 //
 // Contract: ops_list and ops_show_coverage need no device. ops_run returns SG_OK when every check
 // passed, SG_EXIT_FAIL when one failed, SG_EXIT_USAGE for an unknown op or size name.

@@ -27,6 +27,7 @@ struct cuda_ctx {
     void *cublas; // cublasHandle_t, made on first use of cuda_vendor_gemm
     int att_stored_keys; // attention scores kept in shared memory per row and head (attention.cu)
     int att_teams;       // attention heads per block at most, 0: chosen by rows (attention.cu)
+    int gemm_band;       // gemm_band's rows: 0 off, 1 wide products, 2 every product (gemm.cu)
 };
 
 // Scratch of at least `bytes`. A smaller one is replaced but stays allocated (graphs captured with
@@ -37,7 +38,8 @@ void *cuda_scratch(cuda_ctx *c, size_t bytes);
 // A measurement or test switch from the environment: `dflt` when unset, else clamped to lo .. hi.
 int cu_env_switch(const char *name, int dflt, int lo, int hi);
 
-// gemm.cu
+// gemm.cu (cu_gemm_band_setting: a new context's gemm_band)
+int cu_gemm_band_setting(void);
 void cu_gemm(void *ctx, const bf16 *x, int M, int K, const bf16 *w, int N, void *y, int out_f32);
 void cu_gemm_group(void *ctx, const bf16 *x, int M, int K, int n, const bf16 *const *w,
                    const int *N, bf16 *const *y);

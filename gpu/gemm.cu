@@ -16,8 +16,12 @@
 // other rows cannot change its bits (the bring-up tool checks every prefix M of a 2048-row product
 // and each row alone, bitwise).
 //
-// Three kernels compute that order; the choice (by M, alignment and the shared memory a block may
-// have) is speed only:
+// Four kernels compute that order; the choice (by M, N, alignment and the shared memory a block
+// may have) is speed only:
+//   gemm_band (9 to 32 rows of products with a band per SM, band_over_split; K % 8 == 0, 16-byte
+//     aligned): a block per 64 columns of y and all its rows, x and w staged through a ring of
+//     shared-memory stages (cp.async), each of its 4 warps 16 columns of every row, so x is read
+//     once per 64 columns; the block folds the segments in s order in registers.
 //   gemm_split (up to 64 rows, SG_CUDA_GEMM_SPLIT_MAX_M to change or 0 to turn off; K % 8 == 0,
 //     16-byte aligned): a block per 8 columns of y (16 from 9 rows: launch_split_any; of one
 //     product of a gemm_group), its W warps (split_warps: a model of waves and segments per warp)
@@ -25,24 +29,25 @@
 //     a two-stage shared-memory ring per warp, split_ring), the next segment's in flight while one
 //     is computed; the block folds the segments in s order. Several blocks share an SM, so one's
 //     fold overlaps the others' loads. No persistent state.
-//   gemm_tiled (past 64 rows, from 17 for wide products: tiled_over_split; and where gemm_split
-//     is off; K % 8 == 0, 16-byte aligned): a block per 64 × 64 tile of y, x and w staged
-//     through rings of shared-memory stages (cp.async) so each is read once per block, each warp
+//   gemm_tiled (past 64 rows, from 17 for wide products that gemm_band does not take:
+//     tiled_over_split; and where gemm_split is off; K % 8 == 0, 16-byte aligned): a block per
+//     64 × 64 tile of y, x and w staged through rings of shared-memory stages (cp.async) so each is read once per block, each warp
 //     a 32 × 32 tile; with two K groups (launch_tiled_any: few tiles) group g computes the
 //     segments s ≡ g (mod 2) and group 0 folds them in s order, in registers. The row tiles of a
 //     column tile are adjacent blocks, so w comes from DRAM about once.
 //   gemm_fold (unaligned x or w, or K % 8 != 0): a warp owns a tile and walks every segment
 //     itself, folding in registers.
 // All are launched as programmatic dependents (pdl.h): their blocks may start while the kernel
-// before them finishes, gemm_split's and gemm_tiled's warps issue their first weight loads
-// (weights are immutable) and only then wait for that kernel's output. A decode step's GEMMs are
-// 5–50 MB each, read in microseconds, so hiding each one's launch and first-load latency is a
+// before them finishes, gemm_band's, gemm_split's and gemm_tiled's warps issue their first weight
+// loads (weights are immutable) and only then wait for that kernel's output. A decode step's GEMMs
+// are 5–50 MB each, read in microseconds, so hiding each one's launch and first-load latency is a
 // large share of its time.
 //
 // gemm_swiglu (backend.h) is gate and up through gemm_split with the SwiGLU in the fold (a block
-// takes the same columns of both products) up to 16 rows, or, past that or where gemm_split does
-// not suit the shape, the two products by the kernels above and the SwiGLU kernel
-// (elementwise.cu): the same bits either way.
+// takes the same columns of both products) up to 16 rows (8 where gemm_band takes the pair), or,
+// past that or where gemm_split does not suit the shape, the two products by the kernels above and
+// the SwiGLU kernel (elementwise.cu): the same bits either way.
+
 #include "async_copy.h"
 #include "cuda_internal.h"
 #include "device_numerics.h"
@@ -507,9 +512,10 @@ struct tiled_cfg {
     static constexpr size_t SMEM = (size_t)KG * RING * 2 + (size_t)(KG - 1) * GT * 32 * 4;
 };
 
-// One thread's share of the copies of ROWS rows (from r0, of a [R, K] matrix) of a stage: the
-// 16-byte piece tid % 4 of rows tid / 4 + i·GT/4 of each chunk (the row pointers computed once).
-template <int ROWS, int GT>
+// One thread's share of the copies of ROWS rows (from r0, of a [R, K] matrix) of a stage of CH
+// chunks: the 16-byte piece tid % 4 of rows tid / 4 + i·GT/4 of each chunk (the row pointers
+// computed once).
+template <int ROWS, int GT, int CH = TL_CH>
 struct tiled_copy {
     static constexpr int PER = ROWS * 4 / GT; // rows per thread
     static_assert(ROWS * 4 % GT == 0, "a stage's pieces divide among the group's threads");
@@ -526,11 +532,11 @@ struct tiled_copy {
             src[i] = a + (size_t)(in[i] ? r : 0) * K + kp;
         }
     }
-    // Stage t (k = 64t ..) into dst [TL_CH][ROWS][KCHUNK], zero past R or K (K % 8 == 0).
+    // Stage t (k = 32·CH·t ..) into dst [CH][ROWS][KCHUNK], zero past R or K (K % 8 == 0).
     __device__ __forceinline__ void issue(int K, int t, uint16_t *dst) const {
 #pragma unroll
-        for (int c = 0; c < TL_CH; c++) {
-            const int k = t * TL_CH * KCHUNK + c * KCHUNK;
+        for (int c = 0; c < CH; c++) {
+            const int k = t * CH * KCHUNK + c * KCHUNK;
 #pragma unroll
             for (int i = 0; i < PER; i++) {
                 const bool ok = in[i] && k + kp < K;
@@ -649,6 +655,113 @@ __global__ void __launch_bounds__(tiled_cfg<KG>::THREADS)
             for (int e = 0; e < 4; e++) {
                 const int m = m0 + wm + frag_row(mi, e), n = n0 + wn + frag_col(j, e);
                 if (m < M && n < N) store_out(y, out_f32, N, m, n, tot[j][mi][e]);
+            }
+}
+
+// ---- gemm_band: all rows (9 to 32) of a band of 64 columns, x shared by the block's warps ----
+
+constexpr int BAND_WARPS = 4;                      // a block's warps, 8·BAND_NT columns each
+constexpr int BAND_NT = 2;                         // column tiles of 8 per warp
+constexpr int BAND_BN = 8 * BAND_NT * BAND_WARPS;  // a band's columns
+constexpr int BAND_CH = 4;                         // chunks per pipeline stage (128 k)
+constexpr int BAND_SEG_STAGES = KSEG / (BAND_CH * KCHUNK); // stages per segment
+constexpr int BAND_STAGES = 3;   // ring stages: BAND_STAGES - 1 in flight ahead of the one used
+
+// A gemm_band block: 16·MT rows, its ring of BAND_STAGES stages, a stage being per chunk the
+// 16·MT x rows then the BAND_BN w rows (tiled_copy's layout: conflict-free fragment reads).
+template <int MT>
+struct band_cfg {
+    static constexpr int BM = 16 * MT, THREADS = 32 * BAND_WARPS;
+    static constexpr int XT = BM * 4 < THREADS ? BM * 4 : THREADS; // threads copying x
+    static constexpr int STAGE = BAND_CH * (BM + BAND_BN) * KCHUNK; // elements
+    static constexpr size_t SMEM = (size_t)BAND_STAGES * STAGE * 2;
+};
+
+// Block b computes all rows (M <= 16·MT) of band b: BAND_BN columns of its product of the group
+// (launch_band lays the products' bands end to end). The block streams x and w through its ring
+// one stage of BAND_CH chunks at a time (the first stages' weights issued before
+// pdl_wait_primary), all its warps on the same stage, so x is read once per block for BAND_BN
+// columns (gemm_split's 16-column tiles read it once per 16); warp v computes columns
+// 8·BAND_NT·v .. of every row: segment_mma's fragment values and order, read from shared memory,
+// and the segments folded in s order in registers. Needs K % 8 == 0 and 16-byte aligned x and w.
+template <int MT>
+__global__ void __launch_bounds__(32 * BAND_WARPS)
+    gemm_band(const uint16_t *__restrict__ x, int M, int K, const split_group G, int out_f32) {
+    using C = band_cfg<MT>;
+    constexpr int NT = BAND_NT;
+    extern __shared__ __align__(16) uint16_t band_smem[];
+    const int wn = 8 * NT * (threadIdx.x >> 5), fg = (threadIdx.x & 31) >> 2, fq = threadIdx.x & 3;
+    const uint16_t *__restrict__ w = G.w[0];
+    void *y = G.y[0];
+    int N = G.N[0], first_tile = 0;
+    pick_product(G, (int)blockIdx.x, w, y, N, first_tile);
+    const int n0 = BAND_BN * ((int)blockIdx.x - first_tile);
+    const int U = (K + BAND_CH * KCHUNK - 1) / (BAND_CH * KCHUNK); // stages; segment u / SEG_STAGES
+    const tiled_copy<C::BM, C::XT, BAND_CH> xc(x, M, K, 0, threadIdx.x % C::XT);
+    const bool x_copier = threadIdx.x < C::XT;
+    const tiled_copy<BAND_BN, C::THREADS, BAND_CH> wc(w, N, K, n0, threadIdx.x);
+    uint16_t *ring = band_smem;
+    pdl_allow_dependents();
+    for (int u = 0; u < BAND_STAGES - 1; u++) {
+        if (u < U) wc.issue(K, u, ring + u * C::STAGE + BAND_CH * C::BM * KCHUNK);
+        cp_async_commit();
+    }
+    pdl_wait_primary();
+    for (int u = 0; u < BAND_STAGES - 1; u++) {
+        if (u < U && x_copier) xc.issue(K, u, ring + u * C::STAGE);
+        cp_async_commit(); // empty groups keep the count: stage u has landed after the wait below
+    }
+    float acc[NT][MT][4], tot[NT][MT][4];
+    zero_frags(acc);
+    for (int u = 0; u < U; u++) {
+        cp_async_wait<BAND_STAGES - 2>(); // stage u has landed (this thread's copies)
+        __syncthreads();                  // everyone's; and stage u - 1 is no longer read
+        const int un = u + BAND_STAGES - 1;
+        if (un < U) {
+            uint16_t *st = ring + (un % BAND_STAGES) * C::STAGE;
+            if (x_copier) xc.issue(K, un, st);
+            wc.issue(K, un, st + BAND_CH * C::BM * KCHUNK);
+        }
+        cp_async_commit();
+        const uint16_t *xs = ring + (u % BAND_STAGES) * C::STAGE;
+        const uint16_t *ws = xs + BAND_CH * C::BM * KCHUNK;
+#pragma unroll
+        for (int c = 0; c < BAND_CH; c++) {
+            if ((u * BAND_CH + c) * KCHUNK >= K) break; // chunks wholly past K are not issued
+            uint4 a[MT][2], b[NT];
+#pragma unroll
+            for (int i = 0; i < MT; i++)
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+                    a[i][h] = *reinterpret_cast<const uint4 *>(
+                        xs + (c * C::BM + 16 * i + 8 * h + fg) * KCHUNK + 8 * fq);
+#pragma unroll
+            for (int j = 0; j < NT; j++)
+                b[j] = *reinterpret_cast<const uint4 *>(
+                    ws + (c * BAND_BN + wn + 8 * j + fg) * KCHUNK + 8 * fq);
+#pragma unroll
+            for (int j = 0; j < NT; j++) mma_chunk<MT>(acc[j], a, b[j]);
+        }
+        // The segment's last stage (or K's): fold it, s ascending.
+        if (u % BAND_SEG_STAGES != BAND_SEG_STAGES - 1 && u != U - 1) continue;
+        const int s = u / BAND_SEG_STAGES;
+#pragma unroll
+        for (int j = 0; j < NT; j++)
+#pragma unroll
+            for (int i = 0; i < MT; i++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    tot[j][i][e] = s == 0 ? acc[j][i][e] : __fadd_rn(tot[j][i][e], acc[j][i][e]);
+        zero_frags(acc);
+    }
+#pragma unroll
+    for (int j = 0; j < NT; j++)
+#pragma unroll
+        for (int i = 0; i < MT; i++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int m = frag_row(i, e), n = n0 + wn + frag_col(j, e);
+                if (m < M && n < N) store_out(y, out_f32, N, m, n, tot[j][i][e]);
             }
 }
 
@@ -896,6 +1009,51 @@ bool launch_split_any(const cuda_ctx *c, const bf16 *x, int M, int K, const spli
     return launch_split<1, false, 2, false, true>(c, x, M, K, G, out_f32, vec, S);
 }
 
+// Launches gemm_band for group G (w, y, N and n set; the bands are filled here) when x and w allow
+// 16-byte copies; false otherwise.
+template <int MT>
+bool launch_band(const cuda_ctx *c, const bf16 *x, int M, int K, split_group G, int out_f32,
+                 int vec) {
+    using C = band_cfg<MT>;
+    static int smem_set = 0; // the opt-in above 48 KB, once per instantiation
+    long long bands = 0;
+    for (int p = 0; p < G.n; p++) {
+        bands += (G.N[p] + BAND_BN - 1) / BAND_BN;
+        G.tile_end[p] = (int)(bands < INT32_MAX ? bands : INT32_MAX);
+    }
+    if (!vec || bands > INT32_MAX || C::SMEM > (size_t)smem_optin()) return false;
+    if (!smem_set) {
+        CUDA_CHECK(cudaFuncSetAttribute(gemm_band<MT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)C::SMEM));
+        smem_set = 1;
+    }
+    launch_dependent(c, gemm_band<MT>, dim3((unsigned)bands), C::THREADS, C::SMEM, x, M, K, G,
+                     out_f32);
+    return true;
+}
+
+// Whether gemm_band takes M rows of a group of `cols` columns: 9 to 32 rows of products wide
+// enough for a band per SM. Measured on the H200 (bench/README.md, 2026-12-01, fifth session):
+// ops perf at 32 rows gate_proj 33.4 -> 27.2 us, lm_head 252 -> 228, markov_w2 42.9 -> 39.5; at
+// 16 rows lm_head 263 -> 213, gate_proj 23.1 -> 21.4; narrower products were slower even with K
+// split over block clusters (q_proj at 32 rows 12.9 -> 16.5, down_proj 30.7 -> 37.5), and so were
+// 64-row bands (lm_head 281 -> 333). The context's gemm_band (SG_CUDA_GEMM_BAND: 0 off, 2 every
+// product: a test switch) changes it.
+bool band_over_split(const cuda_ctx *c, int M, long long cols) {
+    if (c->gemm_band == 0 || M < 9 || M > 32) return false;
+    return c->gemm_band == 2 || (cols + BAND_BN - 1) / BAND_BN >= c->sm_count;
+}
+
+// gemm_band for the group where band_over_split says so (false: not, or x and w unaligned).
+bool launch_band_any(const cuda_ctx *c, const bf16 *x, int M, int K, const split_group &G,
+                     int out_f32, int vec) {
+    long long cols = 0;
+    for (int p = 0; p < G.n; p++) cols += G.N[p];
+    if (!band_over_split(c, M, cols)) return false;
+    if (M <= 16) return launch_band<1>(c, x, M, K, G, out_f32, vec);
+    return launch_band<2>(c, x, M, K, G, out_f32, vec);
+}
+
 template <int MT, int NT, int CH>
 void launch_fold(const cuda_ctx *c, const bf16 *x, int M, int K, const bf16 *w, int N, void *y,
                  int out_f32, int vec, int S) {
@@ -916,6 +1074,7 @@ void cu_gemm(void *ctx, const bf16 *x, int M, int K, const bf16 *w, int N, void 
     // Every path computes identical bits (see the top of this file); the choice is speed.
     // Few rows: each weight is loaded once, straight into registers, split over K.
     const split_group G = {{w}, {y}, {N}, {0}, 1};
+    if (launch_band_any(c, x, M, K, G, out_f32, vec)) return;
     if (!tiled_over_split(c, M, N) && launch_split_any<false>(c, x, M, K, G, out_f32, vec, S))
         return;
     // More rows: x and w staged in shared memory by block tiles.
@@ -942,6 +1101,7 @@ void cu_gemm_group(void *ctx, const bf16 *x, int M, int K, int n, const bf16 *co
     // One launch of gemm_split or gemm_tiled as cu_gemm would choose; otherwise (unaligned) the
     // products one by one (the same bits either way: every kernel computes the order at the top
     // of this file).
+    if (launch_band_any(c, x, M, K, G, 0, vec)) return;
     bool tiled = false;
     for (int p = 0; p < n; p++) tiled = tiled || tiled_over_split(c, M, N[p]);
     if (!tiled && launch_split_any<false>(c, x, M, K, G, 0, vec, (K + KSEG - 1) / KSEG)) return;
@@ -958,7 +1118,9 @@ void cu_gemm_swiglu(void *ctx, const bf16 *x, int M, int K, const bf16 *w_gate, 
     // One launch where gemm_split suits the shape (the SwiGLU in its fold); otherwise the two
     // products into scratch, then the SwiGLU kernel: the same bits either way.
     const split_group G = {{w_gate, w_up}, {out, nullptr}, {N, N}, {0}, 2};
-    if (launch_split_any<true>(c, x, M, K, G, 0, vec, (K + KSEG - 1) / KSEG)) return;
+    if (!band_over_split(c, M, 2LL * N) &&
+        launch_split_any<true>(c, x, M, K, G, 0, vec, (K + KSEG - 1) / KSEG))
+        return;
     const size_t n = (size_t)M * N;
     bf16 *gate = static_cast<bf16 *>(cuda_scratch(c, 2 * n * sizeof(bf16))), *up = gate + n;
     const bf16 *const w[] = {w_gate, w_up};
@@ -967,3 +1129,6 @@ void cu_gemm_swiglu(void *ctx, const bf16 *x, int M, int K, const bf16 *w_gate, 
     cu_gemm_group(ctx, x, M, K, 2, w, Ns, y);
     cu_swiglu(ctx, gate, up, n, out);
 }
+
+// A new context's gemm_band: SG_CUDA_GEMM_BAND (0, 1 or 2; band_over_split), 1 when unset.
+int cu_gemm_band_setting(void) { return cu_env_switch("SG_CUDA_GEMM_BAND", 1, 0, 2); }

@@ -3,9 +3,10 @@
 //   Qwen3-4B shapes: within each op's rule (bitwise for the ops that share the twin's reduction
 //   order; gemm, gemm_logits and markov_step, whose K order is the CUDA backend's own, within the
 //   order rule |d| <= 1e-5·S + rounding), guard zones intact, each row alone equal to the row in
-//   the batch, the 2048-row GEMMs' prefixes M in {1, 2, 7, 8, 9, 32, 33, 256, 2048} equal bitwise,
-//   graph replay and reruns equal bitwise; attention also with its scores recomputed past one tile
-//   or from the first key (SG_CUDA_ATT_STORED_KEYS).
+//   the batch, the 2048-row GEMMs' prefixes M in {1, 2, 7, 8, 9, 16, 17, 32, 33, 256, 2048} equal
+//   bitwise, graph replay and reruns equal bitwise; attention also with its scores recomputed past
+//   one tile or from the first key (SG_CUDA_ATT_STORED_KEYS); the GEMMs also with gemm_band off
+//   and on every product width (SG_CUDA_GEMM_BAND).
 // - Memory: allocations are zero-filled, round trips are exact, an impossible allocation is NULL
 //   and leaves the backend usable.
 // - The engine on the committed tiny fixture with the CUDA backend: every request of every gate
@@ -59,21 +60,27 @@ static void check_ops(const char *op) {
 START_TEST(test_ops_against_cpu_twin) { check_ops(NULL); }
 END_TEST
 
-// The attention ops check with the environment switch `name` (read when a backend is made) set
-// to each of values[0 .. n). The switches are unset after every test (unset_switches), also
-// after a failed one: the tests share one process.
-static void check_attention_with(const char *name, const char *const *values, int n) {
+// The ops check of each of ops[0 .. n_ops) with the environment switch `name` (read when a
+// backend is made) set to each of values[0 .. n). The switches are unset after every test
+// (unset_switches), also after a failed one: the tests share one process.
+static void check_ops_with(const char *const *ops, int n_ops, const char *name,
+                           const char *const *values, int n) {
     for (int i = 0; i < n; i++) {
         setenv(name, values[i], 1);
         printf("%s=%s\n", name, values[i]);
         fflush(stdout); // shown even when a device fault aborts the check
-        check_ops("attention");
+        for (int k = 0; k < n_ops; k++) check_ops(ops[k]);
     }
+}
+static void check_attention_with(const char *name, const char *const *values, int n) {
+    static const char *const attention[] = {"attention"};
+    check_ops_with(attention, 1, name, values, n);
 }
 
 static void unset_switches(void) {
     unsetenv("SG_CUDA_ATT_STORED_KEYS");
     unsetenv("SG_CUDA_ATT_TEAMS");
+    unsetenv("SG_CUDA_GEMM_BAND");
 }
 
 // Attention with fewer stored scores than keys (SG_CUDA_ATT_STORED_KEYS): 128 keeps one tile of
@@ -93,6 +100,18 @@ START_TEST(test_attention_heads_per_block) {
     check_attention_with("SG_CUDA_ATT_TEAMS", teams, 3);
     setenv("SG_CUDA_ATT_STORED_KEYS", "0", 1); // 4 heads sharing tiles that are read again
     check_attention_with("SG_CUDA_ATT_TEAMS", teams + 2, 1);
+}
+END_TEST
+
+// The GEMM ops with gemm_band off (9 to 32 rows of wide products back on gemm_split and
+// gemm_tiled) and on every product width (SG_CUDA_GEMM_BAND=2: the tiny and small cases' narrow
+// products, bands past N and gate/up pairs of 77 columns at 9 to 32 rows, prefixes included),
+// within the order rule and bitwise across row counts all the same.
+START_TEST(test_gemm_band_settings) {
+    static const char *const gemm_ops[] = {"gemm", "gemm_logits", "gemm_group", "gemm_swiglu",
+                                           "markov_step"};
+    static const char *const band[] = {"0", "2"};
+    check_ops_with(gemm_ops, 5, "SG_CUDA_GEMM_BAND", band, 2);
 }
 END_TEST
 
@@ -216,6 +235,7 @@ int main(void) {
     tcase_add_test(tc, test_ops_against_cpu_twin);
     tcase_add_test(tc, test_attention_recomputed_scores);
     tcase_add_test(tc, test_attention_heads_per_block);
+    tcase_add_test(tc, test_gemm_band_settings);
     tcase_add_test(tc, test_engine_tiny_fixture);
     suite_add_tcase(s, tc);
     return tu_run_no_fork(s);
