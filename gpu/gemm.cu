@@ -172,6 +172,33 @@ __device__ __forceinline__ void store_out(void *y, int out_f32, int N, int m, in
         static_cast<uint16_t *>(y)[at] = d_f32_to_bf16(v);
 }
 
+// The values val(i, j, e) of a warp's 16·MT × 8·NT tile of fragments into y at rows m0 + frag_row,
+// columns n0 + frag_col (those inside M × N).
+template <int MT, int NT, typename V>
+__device__ __forceinline__ void store_frags(void *y, int out_f32, int M, int N, int m0, int n0,
+                                            V val) {
+#pragma unroll
+    for (int j = 0; j < NT; j++)
+#pragma unroll
+        for (int i = 0; i < MT; i++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int m = m0 + frag_row(i, e), n = n0 + frag_col(j, e);
+                if (m < M && n < N) store_out(y, out_f32, N, m, n, val(i, j, e));
+            }
+}
+
+// One step of the left fold in s order, fragment by fragment: tot = acc for the first segment,
+// else tot + acc.
+template <int A, int B>
+__device__ __forceinline__ void fold_frags(float (&tot)[A][B][4], const float (&acc)[A][B][4],
+                                           bool first) {
+    float *t = &tot[0][0][0];
+    const float *v = &acc[0][0][0];
+#pragma unroll
+    for (int f = 0; f < A * B * 4; f++) t[f] = first ? v[f] : __fadd_rn(t[f], v[f]);
+}
+
 // A fragments of chunks c0 .. c0 + AB - 1 of segment k_seg, rows m0 + 16i + g and + 8 (HALF:
 // those are past M and zero, not loaded); zero past M or K. All loads in flight together.
 template <int AB, int MT, bool HALF>
@@ -647,15 +674,8 @@ __global__ void __launch_bounds__(tiled_cfg<KG>::THREADS)
         if (KG > 1) __syncthreads(); // the parked values are rewritten in the next round
     }
     if (g != 0) return;
-#pragma unroll
-    for (int j = 0; j < NT; j++)
-#pragma unroll
-        for (int mi = 0; mi < MT; mi++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int m = m0 + wm + frag_row(mi, e), n = n0 + wn + frag_col(j, e);
-                if (m < M && n < N) store_out(y, out_f32, N, m, n, tot[j][mi][e]);
-            }
+    store_frags<MT, NT>(y, out_f32, M, N, m0 + wm, n0 + wn,
+                        [&](int i, int j, int e) { return tot[j][i][e]; });
 }
 
 // ---- gemm_band: all rows (9 to 32) of a band of 64 columns, x shared by the block's warps ----
@@ -744,25 +764,11 @@ __global__ void __launch_bounds__(32 * BAND_WARPS)
         }
         // The segment's last stage (or K's): fold it, s ascending.
         if (u % BAND_SEG_STAGES != BAND_SEG_STAGES - 1 && u != U - 1) continue;
-        const int s = u / BAND_SEG_STAGES;
-#pragma unroll
-        for (int j = 0; j < NT; j++)
-#pragma unroll
-            for (int i = 0; i < MT; i++)
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    tot[j][i][e] = s == 0 ? acc[j][i][e] : __fadd_rn(tot[j][i][e], acc[j][i][e]);
+        fold_frags(tot, acc, u / BAND_SEG_STAGES == 0); // segment u / BAND_SEG_STAGES
         zero_frags(acc);
     }
-#pragma unroll
-    for (int j = 0; j < NT; j++)
-#pragma unroll
-        for (int i = 0; i < MT; i++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int m = frag_row(i, e), n = n0 + wn + frag_col(j, e);
-                if (m < M && n < N) store_out(y, out_f32, N, m, n, tot[j][i][e]);
-            }
+    store_frags<MT, NT>(y, out_f32, M, N, 0, n0 + wn,
+                        [&](int i, int j, int e) { return tot[j][i][e]; });
 }
 
 constexpr int FOLD_WARPS_M = 2, FOLD_WARPS_N = 2; // a block of 2 × 2 warp tiles shares x and w in L1
@@ -782,23 +788,10 @@ __global__ void __launch_bounds__(32 * FOLD_WARPS_M * FOLD_WARPS_N)
         uint4 b[CH][NT];
         load_w_batch<NT, CH>(w, N, K, n0, s * KSEG, vec, b);
         segment_mma<MT, NT, CH>(x, M, K, w, N, m0, n0, s * KSEG, vec, b, acc);
-#pragma unroll
-        for (int i = 0; i < MT; i++)
-#pragma unroll
-            for (int j = 0; j < NT; j++)
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    tot[i][j][e] = s == 0 ? acc[i][j][e] : __fadd_rn(tot[i][j][e], acc[i][j][e]);
+        fold_frags(tot, acc, s == 0);
     }
-#pragma unroll
-    for (int i = 0; i < MT; i++)
-#pragma unroll
-        for (int j = 0; j < NT; j++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int m = m0 + frag_row(i, e), n = n0 + frag_col(j, e);
-                if (m < M && n < N) store_out(y, out_f32, N, m, n, tot[i][j][e]);
-            }
+    store_frags<MT, NT>(y, out_f32, M, N, m0, n0,
+                        [&](int i, int j, int e) { return tot[i][j][e]; });
 }
 
 // Launches kernel k as a programmatic dependent of the kernel before it on the stream (pdl.h);
@@ -831,24 +824,35 @@ int smem_optin(void) {
     return bytes;
 }
 
+// The column tiles of `width` columns of the first n products of group G, laid end to end:
+// G.tile_end filled (clamped to INT32_MAX), their count returned.
+long long group_tiles(split_group &G, int n, int width) {
+    long long tiles = 0;
+    for (int p = 0; p < n; p++) {
+        tiles += (G.N[p] + width - 1) / width;
+        G.tile_end[p] = (int)(tiles < INT32_MAX ? tiles : INT32_MAX);
+    }
+    return tiles;
+}
+
+// Lets kernel k have `bytes` of dynamic shared memory (above 48 KB: an opt-in), once per flag.
+template <typename F>
+void allow_smem_once(F *k, int bytes, int &done) {
+    if (done) return;
+    CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    done = 1;
+}
+
 // Launches gemm_tiled for group G (w, y, N and n set; the column tiles are filled here) when x
 // and w allow 16-byte copies; false otherwise.
 template <int KG>
 bool launch_tiled(const cuda_ctx *c, const bf16 *x, int M, int K, split_group G, int out_f32,
                   int vec) {
     using C = tiled_cfg<KG>;
-    static int smem_set = 0; // the opt-in above 48 KB, once per instantiation
-    long long tiles = 0;
-    for (int p = 0; p < G.n; p++) {
-        tiles += (G.N[p] + C::BN - 1) / C::BN;
-        G.tile_end[p] = (int)(tiles < 65536 ? tiles : 65536);
-    }
+    static int smem_set = 0; // once per instantiation
+    const long long tiles = group_tiles(G, G.n, C::BN);
     if (!vec || tiles > 65535 || C::SMEM > (size_t)smem_optin()) return false;
-    if (!smem_set) {
-        CUDA_CHECK(cudaFuncSetAttribute(gemm_tiled<KG>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::SMEM));
-        smem_set = 1;
-    }
+    allow_smem_once(gemm_tiled<KG>, (int)C::SMEM, smem_set);
     launch_dependent(c, gemm_tiled<KG>,
                      dim3((unsigned)((M + C::BM - 1) / C::BM), (unsigned)tiles), C::THREADS,
                      C::SMEM, x, M, K, G, out_f32);
@@ -955,20 +959,12 @@ int split_warps(const cuda_ctx *c, int tiles, int S, size_t park) {
 template <int MT, bool HALF, int NT, bool SW, bool RT = false>
 bool launch_split(const cuda_ctx *c, const bf16 *x, int M, int K, split_group G, int out_f32,
                   int vec, int S) {
-    static int smem_set = 0; // the opt-in above 48 KB, once per instantiation
+    static int smem_set = 0; // once per instantiation
     const int V = SW ? 2 * S : S;
     const size_t park = (size_t)V * 16 * MT * 8 * NT * sizeof(float);
     if (!vec || M > split_max_m() || park > (size_t)smem_optin()) return false;
-    if (!smem_set) {
-        CUDA_CHECK(cudaFuncSetAttribute(gemm_split<MT, HALF, NT, SW, RT>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, smem_optin()));
-        smem_set = 1;
-    }
-    int tiles = 0;
-    for (int p = 0; p < (SW ? 1 : G.n); p++) {
-        tiles += (G.N[p] + 8 * NT - 1) / (8 * NT);
-        G.tile_end[p] = tiles;
-    }
+    allow_smem_once(gemm_split<MT, HALF, NT, SW, RT>, smem_optin(), smem_set);
+    const int tiles = (int)group_tiles(G, SW ? 1 : G.n, 8 * NT);
     const int row_tiles = RT ? (M + 16 * MT - 1) / (16 * MT) : 1;
     if (RT && tiles > 65535) return false; // grid y
     const int W = split_warps<MT, HALF, NT, SW, RT>(c, tiles * row_tiles, V, park);
@@ -1015,18 +1011,10 @@ template <int MT>
 bool launch_band(const cuda_ctx *c, const bf16 *x, int M, int K, split_group G, int out_f32,
                  int vec) {
     using C = band_cfg<MT>;
-    static int smem_set = 0; // the opt-in above 48 KB, once per instantiation
-    long long bands = 0;
-    for (int p = 0; p < G.n; p++) {
-        bands += (G.N[p] + BAND_BN - 1) / BAND_BN;
-        G.tile_end[p] = (int)(bands < INT32_MAX ? bands : INT32_MAX);
-    }
+    static int smem_set = 0; // once per instantiation
+    const long long bands = group_tiles(G, G.n, BAND_BN);
     if (!vec || bands > INT32_MAX || C::SMEM > (size_t)smem_optin()) return false;
-    if (!smem_set) {
-        CUDA_CHECK(cudaFuncSetAttribute(gemm_band<MT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        (int)C::SMEM));
-        smem_set = 1;
-    }
+    allow_smem_once(gemm_band<MT>, (int)C::SMEM, smem_set);
     launch_dependent(c, gemm_band<MT>, dim3((unsigned)bands), C::THREADS, C::SMEM, x, M, K, G,
                      out_f32);
     return true;
