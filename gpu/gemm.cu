@@ -1103,8 +1103,9 @@ void cu_gemm_swiglu(void *ctx, const bf16 *x, int M, int K, const bf16 *w_gate, 
     SG_CHECK(M >= 1 && K >= 1 && N >= 1, "gemm_swiglu shape M %d K %d N %d", M, K, N);
     const int vec = K % 8 == 0 && (uintptr_t)x % 16 == 0 && (uintptr_t)w_gate % 16 == 0 &&
                     (uintptr_t)w_up % 16 == 0;
-    // One launch where gemm_split suits the shape (the SwiGLU in its fold); otherwise the two
-    // products into scratch, then the SwiGLU kernel: the same bits either way.
+    // One launch where gemm_split suits the shape and gemm_band does not take it (the SwiGLU in
+    // gemm_split's fold); otherwise the two products into scratch, then the SwiGLU kernel: the
+    // same bits either way.
     const split_group G = {{w_gate, w_up}, {out, nullptr}, {N, N}, {0}, 2};
     if (!band_over_split(c, M, 2LL * N) &&
         launch_split_any<true>(c, x, M, K, G, 0, vec, (K + KSEG - 1) / KSEG))
