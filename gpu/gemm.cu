@@ -15,6 +15,10 @@
 // 16 × 8 outputs of one step independently of each other, so the row's place in a tile and the
 // other rows cannot change its bits (the bring-up tool checks every prefix M of a 2048-row product
 // and each row alone, bitwise).
+// Measured on the H200 (bench/README.md, sixth 2026-12-01 session): wgmma.mma_async (sm_90a), also
+// with a step's 16 products at other positions within the step (four placements tried), and
+// mma.sync with its operands swapped give the same bits as this file's mma.sync chains, so those
+// instructions may compute this order.
 //
 // Four kernels compute that order; the choice (by M, N, alignment and the shared memory a block
 // may have) is speed only:
