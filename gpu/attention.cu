@@ -21,16 +21,19 @@
 // prefill chunk, a decode, a verify span or a chain span (path invariance, design.md §3). expf is
 // glibc's (device_numerics.h d_expf), so the output equals the CPU twin's bit for bit. A missing
 // page traps.
-// Unlike the other kernels before a GEMM it does not let its dependent (the o projection, pdl.h)
-// start early: the GEMM's blocks would take SM slots and memory bandwidth from the latency-bound
-// attention while they wait for it (measured on the H200: plain decode 303.6 -> 309.6 tok/s with
-// the o projection launched the ordinary way).
+// It lets its dependent (the o projection, pdl.h) start once its first K tile has landed, so the
+// GEMM's blocks request their first weights while the latency-bound passes run on the few SMs
+// attention takes at a few rows (its own first loads go first). Measured on the H200
+// (bench/README.md, seventh 2026-12-01 session): plain decode at 1 request 329.8 -> 341-347 tok/s,
+// at 4 requests 1127 -> 1170-1191; with the GEMMs of 2026-11-30 it had measured slower (303.6
+// against 309.6 launched the ordinary way), before the one-row GEMMs streamed through rings.
 #include <stdlib.h>
 
 #include "async_copy.h"
 #include "cuda_internal.h"
 #include "device_numerics.h"
 #include "kv_paging.h"
+#include "pdl.h"
 
 namespace {
 
@@ -217,6 +220,7 @@ __global__ void __launch_bounds__(ATT_THREADS * ATT_MAX_TEAMS)
         }
         cp_async_wait<ATT_BUFS - 1>();
         __syncthreads(); // load u has landed (everyone's copies); pass 3 sees sc and pt
+        if (u == 0) pdl_allow_dependents();
         const att_load l = load_of(u, T, Tc);
         const int j0 = l.tile * ATT_TILE, cnt = min(ATT_TILE, nk - j0);
         const uint16_t *tile = tiles + (size_t)(u % ATT_BUFS) * ATT_TILE * stride;

@@ -3,8 +3,8 @@
 // still running, once every block of that kernel has called pdl_allow_dependents() (or exited); it
 // must call pdl_wait_primary() before it reads anything the earlier kernel writes, and may only
 // touch immutable data (weights) before that. Kernels that feed a GEMM call pdl_allow_dependents()
-// first thing (all but attention: attention.cu says why); for a kernel launched the ordinary way
-// both calls do nothing.
+// first thing (attention once its first K tile has landed: attention.cu says why); for a kernel
+// launched the ordinary way both calls do nothing.
 #ifndef SG_GPU_PDL_H
 #define SG_GPU_PDL_H
 
