@@ -145,10 +145,12 @@ static void make_gemm_shape(ops_case *c, int M, int K, int N, int f32, int ref_r
     c->bytes = 2.0 * ((double)M * K + (double)N * K) + (double)M * N * (f32 ? 4 : 2);
 }
 
-// Qwen3-4B's bf16-out products (target and drafter), at M = 2048 with the sweep.
-const ops_weight ops_qwen3_weights[] = {{"q_proj", 4096, 2560},    {"k_proj", 1024, 2560},
-                                        {"o_proj", 2560, 4096},    {"gate_proj", 9728, 2560},
-                                        {"down_proj", 2560, 9728}, {"fc", 2560, 12800}};
+// Qwen3-4B's bf16-out products (target and drafter; markov_w2 is a Markov step's bias, w2 [V, r]
+// of the DSpark drafter at rank 256, dspark-spec.md §3), at M = 2048 with the sweep.
+const ops_weight ops_qwen3_weights[] = {
+    {"q_proj", 4096, 2560},    {"k_proj", 1024, 2560}, {"o_proj", 2560, 4096},
+    {"gate_proj", 9728, 2560}, {"down_proj", 2560, 9728}, {"fc", 2560, 12800},
+    {"markov_w2", 151936, 256}};
 
 static void make_gemm(ops_case *c, int size, rng *r) {
     if (size == TINY)

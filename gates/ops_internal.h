@@ -134,7 +134,7 @@ typedef struct {
     const char *name;
     int N, K;
 } ops_weight;
-#define N_QWEN3_WEIGHTS 6
+#define N_QWEN3_WEIGHTS 7
 extern const ops_weight ops_qwen3_weights[N_QWEN3_WEIGHTS];
 
 // Number of cases of an op at a size (gemm at qwen3: one per weight).
@@ -187,7 +187,7 @@ int ops_run_case(ops_case *c, const sg_backend *test, const ops_device *dev, con
 // ---- perf (ops_perf.c) ----
 
 #define N_PERF_M 8 // the M of the gemm table: N_PERF_WEIGHTS * N_PERF_M rows
-#define N_PERF_WEIGHTS (N_QWEN3_WEIGHTS + 2) // the bf16 products, the head, the Markov w2
+#define N_PERF_WEIGHTS (N_QWEN3_WEIGHTS + 1) // the bf16 products and the head
 
 typedef struct {
     char weight[32];

@@ -126,11 +126,6 @@ int ops_perf_gemm(const sg_backend *be, const ops_device *dev, uint64_t seed, FI
     ws[N_QWEN3_WEIGHTS].N = 151936;
     ws[N_QWEN3_WEIGHTS].K = 2560;
     ws[N_QWEN3_WEIGHTS].f32 = 1;
-    // A Markov step's bias (dspark-spec.md §3): w2 [V, r] of the DSpark drafter, rank 256.
-    ws[N_QWEN3_WEIGHTS + 1].name = "markov_w2";
-    ws[N_QWEN3_WEIGHTS + 1].N = 151936;
-    ws[N_QWEN3_WEIGHTS + 1].K = 256;
-    ws[N_QWEN3_WEIGHTS + 1].f32 = 0;
     fprintf(out,
             "\ngemm (Qwen3-4B and DSpark shapes; TFLOP/s = 2MNK/t, GB/s = weight bytes/t; %s = "
             "the same shape through %s)\n",

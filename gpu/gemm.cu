@@ -28,7 +28,7 @@
 //     once per 64 columns; the block folds the segments in s order in registers.
 //   gemm_split (up to 64 rows, SG_CUDA_GEMM_SPLIT_MAX_M to change or 0 to turn off; K % 8 == 0,
 //     16-byte aligned): a block per 8 columns of y (16 from 9 rows: launch_split_any; of one
-//     product of a gemm_group), its W warps (split_warps: a model of waves and segments per warp)
+//     product of a gemm_group; several tiles of 8 for short K: split_tiles_per_block), its W warps (split_warps: a model of waves and segments per warp)
 //     taking the segments s ≡ warp (mod W) from global memory into registers (up to 8 rows: into
 //     a two-stage shared-memory ring per warp, split_ring), the next segment's in flight while one
 //     is computed; the block folds the segments in s order. Several blocks share an SM, so one's
@@ -441,16 +441,19 @@ __device__ __forceinline__ void split_stream_registers(const uint16_t *__restric
 // both (its items: gate's S segments, then up's), folds each, rounds them as gemm does and writes
 // their SwiGLU to y[0]. RT (row tiles, M > 16·MT): block (r, b) takes rows 16·MT·r .. of column
 // tile b, the row tiles of a column tile launched next to each other (blockIdx.x fastest) so its
-// weights come from DRAM about once. Needs K % 8 == 0 and 16-byte aligned x and w.
+// weights come from DRAM about once. tb > 1 (split_tiles_per_block; ring blocks of one product
+// only): block b takes column tiles tb·b .. tb·b + tb - 1, its items being each tile's segments in
+// turn (item v: tile v / S, segment v % S), folded per tile. Needs K % 8 == 0 and 16-byte aligned x
+// and w.
 template <int MT, bool HALF, int NT, bool SW, bool RT>
 __global__ void __launch_bounds__(32 * SPLIT_MAX_WARPS)
     gemm_split(const uint16_t *__restrict__ x, int M, int K, const split_group G, int out_f32,
-               int S) {
+               int S, int tb) {
     constexpr int TC = 8 * NT, TE = 16 * MT * TC;
-    // [V][16·MT][8·NT], V = S (SW: 2S, gate's then up's); then (split_ring) the warps' rings,
+    // [V][16·MT][8·NT], V = tb·S (SW: 2S, gate's then up's); then (split_ring) the warps' rings,
     // [W][SPLIT_RING][split_ring_stage] 16-byte pieces (V·TE floats keep them 16-byte aligned)
     extern __shared__ float split_part[];
-    const int tile = RT ? (int)blockIdx.y : (int)blockIdx.x;
+    const int tile = RT ? (int)blockIdx.y : tb * (int)blockIdx.x;
     int m0 = 0; // the block's first row
     if constexpr (RT) {
         m0 = 16 * MT * (int)blockIdx.x;
@@ -464,7 +467,7 @@ __global__ void __launch_bounds__(32 * SPLIT_MAX_WARPS)
     int N = G.N[0], first_tile = 0;
     if (!SW) pick_product(G, tile, w, y, N, first_tile);
     const int n0 = TC * (tile - first_tile);
-    const int W = blockDim.x >> 5, V = SW ? 2 * S : S;
+    const int W = blockDim.x >> 5, VT = SW ? 2 * S : S, V = VT * tb; // items: a tile's, all
     int v = threadIdx.x >> 5;
     pdl_allow_dependents();
     if constexpr (split_ring<MT, NT, RT>()) {
@@ -474,12 +477,15 @@ __global__ void __launch_bounds__(32 * SPLIT_MAX_WARPS)
         const int lane = threadIdx.x & 31;
         uint4 *ring = reinterpret_cast<uint4 *>(split_part + (size_t)V * TE) +
                       (size_t)(threadIdx.x >> 5) * SPLIT_RING * STAGE;
+        // Item u: tile u / VT of the block's, its item u % VT.
+        const auto issue = [&](int u, uint4 *stage) {
+            split_issue<NT>(item_w<SW>(w, w_up, S, u % VT), N, K, n0 + TC * (u / VT),
+                            item_s<SW>(S, u % VT), stage);
+        };
 #pragma unroll
         for (int r = 0; r < SPLIT_RING; r++) {
             const int u = v + r * W;
-            if (u < V)
-                split_issue<NT>(item_w<SW>(w, w_up, S, u), N, K, n0, item_s<SW>(S, u),
-                                ring + r * STAGE);
+            if (u < V) issue(u, ring + r * STAGE);
             cp_async_commit(); // a group per stage, empty past V: the wait below counts stages
         }
         pdl_wait_primary();
@@ -487,7 +493,7 @@ __global__ void __launch_bounds__(32 * SPLIT_MAX_WARPS)
             // The segment's x is requested before the wait for its weights, all of it at once,
             // so its latency hides behind theirs.
             constexpr int CH = KSEG / KCHUNK;
-            const int s = item_s<SW>(S, v);
+            const int s = item_s<SW>(S, v % VT);
             uint4 xa[CH][MT][2];
             load_a_batch<CH, MT, HALF>(x, M, K, 0, s * KSEG, 0, xa);
             cp_async_wait<SPLIT_RING - 1>();
@@ -497,26 +503,25 @@ __global__ void __launch_bounds__(32 * SPLIT_MAX_WARPS)
                 [&](int j, int c) { return stage[(j * (KSEG / KCHUNK) + c) * 32 + lane]; },
                 split_part + (size_t)v * TE);
             const int u = v + SPLIT_RING * W;
-            if (u < V)
-                split_issue<NT>(item_w<SW>(w, w_up, S, u), N, K, n0, item_s<SW>(S, u),
-                                ring + r * STAGE);
+            if (u < V) issue(u, ring + r * STAGE);
             cp_async_commit();
         }
     } else {
         split_stream_registers<MT, HALF, NT, SW>(x, M, K, w, w_up, N, n0, S, V, W, v, split_part);
     }
     __syncthreads();
-    for (int e = threadIdx.x; e < TE; e += blockDim.x) {
-        const int m = e / TC, n = n0 + e % TC;
+    for (int f = threadIdx.x; f < tb * TE; f += blockDim.x) {
+        const int e = f % TE, m = e / TC, n = n0 + TC * (f / TE) + e % TC;
         if (m >= M || n >= N) continue;
-        float val = split_part[e];
-        for (int ss = 1; ss < S; ss++) val = __fadd_rn(val, split_part[ss * TE + e]);
+        const float *part = split_part + (size_t)(f / TE) * VT * TE; // the tile's items
+        float val = part[e];
+        for (int ss = 1; ss < S; ss++) val = __fadd_rn(val, part[ss * TE + e]);
         if (!SW) {
             store_out(y, out_f32, N, m0 + m, n, val);
             continue;
         }
-        float up = split_part[S * TE + e];
-        for (int ss = 1; ss < S; ss++) up = __fadd_rn(up, split_part[(S + ss) * TE + e]);
+        float up = part[S * TE + e];
+        for (int ss = 1; ss < S; ss++) up = __fadd_rn(up, part[(S + ss) * TE + e]);
         static_cast<uint16_t *>(y)[(size_t)(m0 + m) * N + n] =
             d_swiglu(d_f32_to_bf16(val), d_f32_to_bf16(up));
     }
@@ -957,6 +962,21 @@ int split_warps(const cuda_ctx *c, int tiles, int S, size_t park) {
     return best;
 }
 
+// Column tiles per gemm_split block: one, except for the ring's blocks (split_ring) of a single
+// product with fewer segments than split_warps' floor (short K: markov_w2, K = 256, one segment),
+// which take as many tiles as give SPLIT_MIN_WARPS items, so a launch has a few blocks of several
+// warps instead of many one-warp blocks. Measured on the H200 (bench/README.md, seventh
+// 2026-12-01 session): ops perf markov_w2 M = 1 26.6 -> 23.3 us with 4 tiles (24.5 with 8, 25.5
+// with 16), M = 8 unchanged; hedge3 at 4 requests 826 -> 838 tok/s (8 tiles).
+// SG_CUDA_GEMM_SPLIT_TB forces a count (1: one tile per block).
+template <int MT, int NT, bool SW, bool RT>
+int split_tiles_per_block(int n_products, int S) {
+    static const int forced = cu_env_switch("SG_CUDA_GEMM_SPLIT_TB", 0, 0, 64);
+    if (!split_ring<MT, NT, RT>() || SW || n_products != 1) return 1;
+    if (forced) return forced;
+    return S < SPLIT_MIN_WARPS ? (SPLIT_MIN_WARPS + S - 1) / S : 1;
+}
+
 // Launches gemm_split for group G (w, y, N and n set; the column tiles are filled here) when x
 // and w allow 16-byte loads and its shared memory fits; false otherwise. SW: G is gate and up of
 // one N (gemm_swiglu), a tile covers both, its block has 2S items. RT: a block per 16·MT rows.
@@ -964,19 +984,20 @@ template <int MT, bool HALF, int NT, bool SW, bool RT = false>
 bool launch_split(const cuda_ctx *c, const bf16 *x, int M, int K, split_group G, int out_f32,
                   int vec, int S) {
     static int smem_set = 0; // once per instantiation
-    const int V = SW ? 2 * S : S;
+    const int tb = split_tiles_per_block<MT, NT, SW, RT>(G.n, S);
+    const int V = (SW ? 2 * S : S) * tb;
     const size_t park = (size_t)V * 16 * MT * 8 * NT * sizeof(float);
     if (!vec || M > split_max_m() || park > (size_t)smem_optin()) return false;
     allow_smem_once(gemm_split<MT, HALF, NT, SW, RT>, smem_optin(), smem_set);
-    const int tiles = (int)group_tiles(G, SW ? 1 : G.n, 8 * NT);
+    const int tiles = (int)group_tiles(G, SW ? 1 : G.n, 8 * NT), blocks = (tiles + tb - 1) / tb;
     const int row_tiles = RT ? (M + 16 * MT - 1) / (16 * MT) : 1;
     if (RT && tiles > 65535) return false; // grid y
-    const int W = split_warps<MT, HALF, NT, SW, RT>(c, tiles * row_tiles, V, park);
+    const int W = split_warps<MT, HALF, NT, SW, RT>(c, blocks * row_tiles, V, park);
     const size_t smem = split_smem<MT, NT, RT>(park, W);
     if (W == 0 || smem > (size_t)smem_optin()) return false;
-    const dim3 grid = RT ? dim3((unsigned)row_tiles, (unsigned)tiles) : dim3((unsigned)tiles);
+    const dim3 grid = RT ? dim3((unsigned)row_tiles, (unsigned)tiles) : dim3((unsigned)blocks);
     launch_dependent(c, gemm_split<MT, HALF, NT, SW, RT>, grid, 32 * W, smem, x, M, K, G, out_f32,
-                     S);
+                     S, tb);
     return true;
 }
 
