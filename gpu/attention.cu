@@ -21,12 +21,16 @@
 // prefill chunk, a decode, a verify span or a chain span (path invariance, design.md §3). expf is
 // glibc's (device_numerics.h d_expf), so the output equals the CPU twin's bit for bit. A missing
 // page traps.
-// It lets its dependent (the o projection, pdl.h) start once its first K tile has landed, so the
-// GEMM's blocks request their first weights while the latency-bound passes run on the few SMs
-// attention takes at a few rows (its own first loads go first). Measured on the H200
-// (bench/README.md, seventh 2026-12-01 session): plain decode at 1 request 329.8 -> 341-347 tok/s,
-// at 4 requests 1127 -> 1170-1191; with the GEMMs of 2026-11-30 it had measured slower (303.6
-// against 309.6 launched the ordinary way), before the one-row GEMMs streamed through rings.
+// Launched as a programmatic dependent (pdl.h) of the kernel before it (qk_norm_rope_store, which
+// writes q and the new K/V): before pdl_wait_primary it reads only host uploads (row_table, n_keys,
+// the page tables; no kernel writes them) to look up the first tile's pool offsets. It lets its own
+// dependent (the o projection) start once its first K tile has landed, so the GEMM's blocks
+// request their first weights while the latency-bound passes run on the few SMs attention takes
+// at a few rows (its own first loads go first). Measured on the H200 (bench/README.md, seventh
+// 2026-12-01 session): the o projection's early start took plain decode at 1 request from 329.8
+// to 341-347 tok/s and at 4 requests from 1127 to 1170-1191 (with the GEMMs of 2026-11-30 it had
+// measured slower: 303.6 against 309.6); the lookups before the wait 334.5 / 337.5 -> 336.7 /
+// 341.9 and 1161 / 1174 -> 1174 / 1194.
 #include <stdlib.h>
 
 #include "async_copy.h"
@@ -177,13 +181,20 @@ __global__ void __launch_bounds__(ATT_THREADS * ATT_MAX_TEAMS)
         copy_tile(l.v ? v_pages : k_pages, hd, vec, cnt, ro,
                   tiles + (size_t)(u % ATT_BUFS) * ATT_TILE * stride);
     };
-    // The query's loads are issued first and land while the first tile is looked up and copied.
+    // Load 0 (K tile 0) has its offsets looked up before the wait for the kernel before (the page
+    // tables, row_table and n_keys are the host's uploads), its copies issued after it.
+    static_assert(ATT_BUFS == 2, "one load ahead: load 0 before the loop");
+    const int cnt0 = min(ATT_TILE, nk);
+    if (threadIdx.x < cnt0) rowoff[0][threadIdx.x] = kv_row(pg, s, threadIdx.x) + off;
+    pdl_wait_primary();
+    // The query's loads are issued first and land while the first tile is copied.
     static_assert(2 * ATT_THREADS >= ATT_MAX_HD, "two query elements per thread");
     const uint16_t *qh = q + (size_t)i * qd + (size_t)h * hd;
     const uint16_t q0 = t < hd ? qh[t] : 0, q1 = t + ATT_THREADS < hd ? qh[t + ATT_THREADS] : 0;
     if (t < hd) qs[t] = d_bf16_to_f32(q0);
     if (t + ATT_THREADS < hd) qs[t + ATT_THREADS] = d_bf16_to_f32(q1);
-    for (int u = 0; u < ATT_BUFS - 1; u++) issue(u);
+    __syncthreads();
+    copy_tile(k_pages, hd, vec, cnt0, rowoff[0], tiles);
 
     float mx = -INFINITY, sum = 0.f;
     // Pass 3: thread t of a team owns out[d0] and out[d0 + 1], d0 = 2t (head_dim is even), read as
@@ -286,8 +297,8 @@ void cu_attention(void *ctx, const be_paging *pg, const bf16 *k_pages, const bf1
     if (stored > spare / (4 * teams)) stored = spare / (4 * teams) / ATT_TILE * ATT_TILE;
     const size_t smem = attention_smem(pg->head_dim, (int)stored, teams);
     dim3 grid((unsigned)(n_heads / teams), (unsigned)rows);
-    attention_k<<<grid, ATT_THREADS * teams, smem, c->stream>>>(
-        *pg, k_pages, v_pages, row_table, n_keys, q, n_heads, scale, (int)stored, out);
+    launch_dependent(c, attention_k, grid, ATT_THREADS * teams, smem, *pg, k_pages, v_pages,
+                     row_table, n_keys, q, n_heads, scale, (int)stored, out);
     CUDA_CHECK_LAUNCH();
 }
 

@@ -38,6 +38,25 @@ void *cuda_scratch(cuda_ctx *c, size_t bytes);
 // A measurement or test switch from the environment: `dflt` when unset, else clamped to lo .. hi.
 int cu_env_switch(const char *name, int dflt, int lo, int hi);
 
+// Launches kernel k as a programmatic dependent of the kernel before it on the stream (pdl.h);
+// SG_CUDA_PDL=0 in the environment launches it the ordinary way (to measure what PDL buys).
+template <typename... P>
+void launch_dependent(const cuda_ctx *c, void (*k)(P...), dim3 grid, int threads, size_t smem,
+                      P... args) {
+    static const int pdl = cu_env_switch("SG_CUDA_PDL", 1, 0, 1);
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = dim3((unsigned)threads);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = c->stream;
+    cfg.attrs = &attr;
+    cfg.numAttrs = pdl ? 1 : 0;
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, k, args...));
+}
+
 // gemm.cu (cu_gemm_band_setting: a new context's gemm_band)
 int cu_gemm_band_setting(void);
 void cu_gemm(void *ctx, const bf16 *x, int M, int K, const bf16 *w, int N, void *y, int out_f32);

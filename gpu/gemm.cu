@@ -803,25 +803,6 @@ __global__ void __launch_bounds__(32 * FOLD_WARPS_M * FOLD_WARPS_N)
                         [&](int i, int j, int e) { return tot[i][j][e]; });
 }
 
-// Launches kernel k as a programmatic dependent of the kernel before it on the stream (pdl.h);
-// SG_CUDA_PDL=0 in the environment launches it the ordinary way (to measure what PDL buys).
-template <typename... P>
-void launch_dependent(const cuda_ctx *c, void (*k)(P...), dim3 grid, int threads, size_t smem,
-                      P... args) {
-    static const int pdl = cu_env_switch("SG_CUDA_PDL", 1, 0, 1);
-    cudaLaunchAttribute attr;
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = grid;
-    cfg.blockDim = dim3((unsigned)threads);
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = c->stream;
-    cfg.attrs = &attr;
-    cfg.numAttrs = pdl ? 1 : 0;
-    CUDA_CHECK(cudaLaunchKernelEx(&cfg, k, args...));
-}
-
 // The most shared memory a block may opt in to on the current device (read once).
 int smem_optin(void) {
     static int bytes = -1;

@@ -146,7 +146,7 @@ constexpr int ROPE_MAX_HD = 512;
 // Blocks (row, head group), a warp per head: heads 0 .. n_heads - 1 are the row's query heads
 // (rows with a query only), heads n_heads .. n_heads + kv_heads - 1 its key heads, each also
 // storing its rotated key and the matching value head into the row's page slot. ROPE_WARPS heads
-// a block; more heads loop.
+// a block; more heads loop. Its dependent (attention, a programmatic dependent) may start at once.
 __global__ void __launch_bounds__(ROPE_WARPS * 32)
     qk_norm_rope_store_k(be_paging pg, uint16_t *k_pages, uint16_t *v_pages,
                          const int32_t *__restrict__ row_table, const int32_t *__restrict__ pos,
@@ -155,6 +155,7 @@ __global__ void __launch_bounds__(ROPE_WARPS * 32)
                          const uint16_t *__restrict__ v, const uint16_t *__restrict__ k_norm,
                          float eps, const uint16_t *__restrict__ cos,
                          const uint16_t *__restrict__ sin) {
+    pdl_allow_dependents();
     __shared__ float buf[ROPE_WARPS][ROPE_MAX_HD];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int row = blockIdx.x, q_row = row - (rows - nq), hd = pg.head_dim, half = hd / 2;

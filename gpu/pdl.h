@@ -1,10 +1,12 @@
 // gpu/pdl.h: programmatic dependent launch (sm_90). A kernel launched with the programmatic
-// stream serialization attribute (gemm.cu) may start while the kernel before it on the stream is
-// still running, once every block of that kernel has called pdl_allow_dependents() (or exited); it
-// must call pdl_wait_primary() before it reads anything the earlier kernel writes, and may only
-// touch immutable data (weights) before that. Kernels that feed a GEMM call pdl_allow_dependents()
-// first thing (attention once its first K tile has landed: attention.cu says why); for a kernel
-// launched the ordinary way both calls do nothing.
+// stream serialization attribute (launch_dependent, cuda_internal.h) may start while the kernel
+// before it on the stream is still running, once every block of that kernel has called
+// pdl_allow_dependents() (or exited); it must call pdl_wait_primary() before it reads anything the
+// earlier kernel writes, and may only touch data no kernel writes before that (weights; host
+// uploads, which complete before any kernel after them on the stream starts: attention.cu).
+// Kernels that feed a GEMM call pdl_allow_dependents() first thing (attention once its first K
+// tile has landed: attention.cu says why), and so does qk_norm_rope_store, which feeds attention;
+// for a kernel launched the ordinary way both calls do nothing.
 #ifndef SG_GPU_PDL_H
 #define SG_GPU_PDL_H
 
