@@ -143,10 +143,16 @@ __global__ void __launch_bounds__(NORM_THREADS)
 constexpr int ROPE_WARPS = 8;
 constexpr int ROPE_MAX_HD = 512;
 
-// Blocks (row, head group), a warp per head: heads 0 .. n_heads - 1 are the row's query heads
-// (rows with a query only), heads n_heads .. n_heads + kv_heads - 1 its key heads, each also
-// storing its rotated key and the matching value head into the row's page slot. ROPE_WARPS heads
-// a block; more heads loop. Its dependent (attention, a programmatic dependent) may start at once.
+// Blocks (row, head group), a warp per head (the grid covers every head): heads 0 .. n_heads - 1
+// are the row's query heads (rows with a query only), heads n_heads .. n_heads + kv_heads - 1 its
+// key heads, each also storing its rotated key and the matching value head into the row's page
+// slot. Launched as a programmatic dependent of the GEMM that writes q, k and v (pdl.h): before
+// pdl_wait_primary a warp reads only host uploads (pos, row_table, the page tables) and weights
+// (its norm, the cos / sin rows), so their round trips overlap the GEMM. Its dependent (attention,
+// a programmatic dependent too) may start at once. Measured on the H200 (bench/README.md, seventh
+// 2026-12-01 session), against the ordinary launch: plain decode at 1 request 341.9 / 342.2 ->
+// 350.8 / 351.4 tok/s, spec 782.8 / 787.1 -> 811.4 / 811.5.
+constexpr int ROPE_PER_LANE = ROPE_MAX_HD / 32; // a lane's elements of a head (d = lane + 32j)
 __global__ void __launch_bounds__(ROPE_WARPS * 32)
     qk_norm_rope_store_k(be_paging pg, uint16_t *k_pages, uint16_t *v_pages,
                          const int32_t *__restrict__ row_table, const int32_t *__restrict__ pos,
@@ -160,46 +166,65 @@ __global__ void __launch_bounds__(ROPE_WARPS * 32)
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int row = blockIdx.x, q_row = row - (rows - nq), hd = pg.head_dim, half = hd / 2;
     const int kv_heads = pg.n_kv_heads, kvd = kv_heads * hd;
+    const int h = blockIdx.y * ROPE_WARPS + warp;
+    const bool is_q = h < n_heads;
+    if (h >= n_heads + kv_heads || (is_q && q_row < 0)) { // no head, or a row without a query
+        pdl_wait_primary();
+        return;
+    }
     const int p = pos[row];
     if (p < 0) __trap();
+    const uint16_t *w = is_q ? q_norm : k_norm;
     const uint16_t *cs = cos + (size_t)p * half, *sn = sin + (size_t)p * half;
+    uint16_t wr[ROPE_PER_LANE], cr[ROPE_PER_LANE / 2], sr[ROPE_PER_LANE / 2];
+#pragma unroll
+    for (int j = 0; j < ROPE_PER_LANE; j++) {
+        const int d = lane + 32 * j;
+        wr[j] = d < hd ? w[d] : 0;
+        if (j < ROPE_PER_LANE / 2) {
+            cr[j] = d < half ? cs[d] : 0;
+            sr[j] = d < half ? sn[d] : 0;
+        }
+    }
+    uint16_t *kp = NULL, *vp = NULL;
+    if (!is_q) { // the row's page slot
+        const size_t at = kv_row(pg, row_table[row], p) + (size_t)(h - n_heads) * hd;
+        kp = k_pages + at;
+        vp = v_pages + at;
+    }
+    pdl_wait_primary();
+    uint16_t *xh = is_q ? q + ((size_t)q_row * n_heads + h) * hd
+                        : k + (size_t)row * kvd + (size_t)(h - n_heads) * hd;
+    if (vp) {
+        const uint16_t *vh = v + (size_t)row * kvd + (size_t)(h - n_heads) * hd;
+        for (int d = lane; d < hd; d += 32) vp[d] = vh[d];
+    }
     float *b = buf[warp];
-    for (int h = blockIdx.y * ROPE_WARPS + warp; h < n_heads + kv_heads;
-         h += gridDim.y * ROPE_WARPS) {
-        const bool is_q = h < n_heads;
-        if (is_q && q_row < 0) continue; // a row without a query
-        uint16_t *xh = is_q ? q + ((size_t)q_row * n_heads + h) * hd
-                            : k + (size_t)row * kvd + (size_t)(h - n_heads) * hd;
-        const uint16_t *w = is_q ? q_norm : k_norm;
-        uint16_t *kp = NULL, *vp = NULL;
-        if (!is_q) { // the slot's lookup overlaps the norm
-            const size_t at = kv_row(pg, row_table[row], p) + (size_t)(h - n_heads) * hd;
-            kp = k_pages + at;
-            vp = v_pages + at;
-            const uint16_t *vh = v + (size_t)row * kvd + (size_t)(h - n_heads) * hd;
-            for (int d = lane; d < hd; d += 32) vp[d] = vh[d];
+    const float r = inv_rms_warp(xh, hd, eps); // the shuffles order the reads before the writes
+#pragma unroll
+    for (int j = 0; j < ROPE_PER_LANE; j++) {
+        const int d = lane + 32 * j;
+        if (d >= hd) break;
+        const float n = d_bf16_round(__fmul_rn(d_bf16_to_f32(xh[d]), r));
+        b[d] = d_bf16_round(__fmul_rn(n, d_bf16_to_f32(wr[j])));
+    }
+    __syncwarp();
+#pragma unroll
+    for (int j = 0; j < ROPE_PER_LANE / 2; j++) {
+        const int d = lane + 32 * j;
+        if (d >= half) break;
+        float cv = d_bf16_to_f32(cr[j]), sv = d_bf16_to_f32(sr[j]);
+        float a = b[d], bb = b[d + half];
+        const uint16_t lo = d_f32_to_bf16(
+            __fsub_rn(d_bf16_round(__fmul_rn(a, cv)), d_bf16_round(__fmul_rn(bb, sv))));
+        const uint16_t hi = d_f32_to_bf16(
+            __fadd_rn(d_bf16_round(__fmul_rn(bb, cv)), d_bf16_round(__fmul_rn(a, sv))));
+        xh[d] = lo;
+        xh[d + half] = hi;
+        if (kp) {
+            kp[d] = lo;
+            kp[d + half] = hi;
         }
-        const float r = inv_rms_warp(xh, hd, eps); // the shuffles order the reads before the writes
-        for (int d = lane; d < hd; d += 32) {
-            const float n = d_bf16_round(__fmul_rn(d_bf16_to_f32(xh[d]), r));
-            b[d] = d_bf16_round(__fmul_rn(n, d_bf16_to_f32(w[d])));
-        }
-        __syncwarp();
-        for (int d = lane; d < half; d += 32) {
-            float cv = d_bf16_to_f32(cs[d]), sv = d_bf16_to_f32(sn[d]);
-            float a = b[d], bb = b[d + half];
-            const uint16_t lo = d_f32_to_bf16(
-                __fsub_rn(d_bf16_round(__fmul_rn(a, cv)), d_bf16_round(__fmul_rn(bb, sv))));
-            const uint16_t hi = d_f32_to_bf16(
-                __fadd_rn(d_bf16_round(__fmul_rn(bb, cv)), d_bf16_round(__fmul_rn(a, sv))));
-            xh[d] = lo;
-            xh[d + half] = hi;
-            if (kp) {
-                kp[d] = lo;
-                kp[d + half] = hi;
-            }
-        }
-        __syncwarp();
     }
 }
 
@@ -240,8 +265,8 @@ void cu_qk_norm_rope_store(void *ctx, const be_paging *pg, bf16 *k_pages, bf16 *
     const int heads = n_heads + pg->n_kv_heads;
     const unsigned groups = (unsigned)((heads + ROPE_WARPS - 1) / ROPE_WARPS);
     SG_CHECK(groups <= 65535, "qk_norm_rope_store heads %d beyond the grid", heads);
-    qk_norm_rope_store_k<<<dim3((unsigned)rows, groups), ROPE_WARPS * 32, 0, c->stream>>>(
-        *pg, k_pages, v_pages, row_table, pos, rows, q, nq, n_heads, q_norm, k, v, k_norm, eps, cos,
-        sin);
+    launch_dependent(c, qk_norm_rope_store_k, dim3((unsigned)rows, groups), ROPE_WARPS * 32, 0, *pg,
+                     k_pages, v_pages, row_table, pos, rows, q, nq, n_heads, q_norm, k, v, k_norm,
+                     eps, cos, sin);
     CUDA_CHECK_LAUNCH();
 }
