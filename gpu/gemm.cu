@@ -28,11 +28,12 @@
 //     once per 64 columns; the block folds the segments in s order in registers.
 //   gemm_split (up to 64 rows, SG_CUDA_GEMM_SPLIT_MAX_M to change or 0 to turn off; K % 8 == 0,
 //     16-byte aligned): a block per 8 columns of y (16 from 9 rows: launch_split_any; of one
-//     product of a gemm_group; several tiles of 8 for short K: split_tiles_per_block), its W warps (split_warps: a model of waves and segments per warp)
-//     taking the segments s ≡ warp (mod W) from global memory into registers (up to 8 rows: into
-//     a two-stage shared-memory ring per warp, split_ring), the next segment's in flight while one
-//     is computed; the block folds the segments in s order. Several blocks share an SM, so one's
-//     fold overlaps the others' loads. No persistent state.
+//     product of a gemm_group; several tiles of 8 for short K: split_tiles_per_block), its W
+//     warps (split_warps: a model of waves and segments per warp) taking the segments s ≡ warp
+//     (mod W) from global memory into registers (up to 8 rows: into a two-stage shared-memory
+//     ring per warp, split_ring), the next segment's in flight while one is computed; the block
+//     folds the segments in s order. Several blocks share an SM, so one's fold overlaps the
+//     others' loads. No persistent state.
 //   gemm_tiled (past 64 rows, from 17 for wide products that gemm_band does not take:
 //     tiled_over_split; and where gemm_split is off; K % 8 == 0, 16-byte aligned): a block per
 //     64 × 64 tile of y, x and w staged through rings of shared-memory stages (cp.async) so each is read once per block, each warp

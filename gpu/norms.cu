@@ -169,7 +169,7 @@ __global__ void __launch_bounds__(ROPE_WARPS * 32)
     const int h = blockIdx.y * ROPE_WARPS + warp;
     const bool is_q = h < n_heads;
     if (h >= n_heads + kv_heads || (is_q && q_row < 0)) { // no head, or a row without a query
-        pdl_wait_primary();
+        pdl_wait_primary(); // all the same: no block of this kernel ends before the GEMM
         return;
     }
     const int p = pos[row];
