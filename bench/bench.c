@@ -44,11 +44,13 @@ typedef struct {
     double bytes[ENGINE_PHASES]; // per round, timed pass
     double ms[ENGINE_PHASES];    // per round, timed pass
     double other_ms, timed_ms_round;
-    // Graph replay (BENCH_MAX_WARMUPS): warm-up batches and the graphs captured in them; graphs
-    // captured in the measured batches (0 when the warm-up met every step shape); phase-timed
-    // batches run and the graphs captured in the last, the one kept.
+    // Graph replay (BENCH_MAX_WARMUPS): warm-up batches and the graphs captured in them (step 0
+    // included); graphs captured in the measured batches' timed steps (0 when the warm-up met
+    // every step shape); phase-timed batches run and the graphs captured in the last one's timed
+    // steps (the one kept).
     int warmups, timed_batches;
     int64_t warm_captures, measured_captures, timed_captures;
+    int64_t captures; // run_batch: graphs captured in its timed steps (step 0 excluded)
 } bench_result;
 
 typedef struct {
@@ -172,10 +174,17 @@ static int64_t generated(const sg_engine *e) {
     return n;
 }
 
+// Graphs the engine's replay has captured so far (0 with graphs off or without capture hooks).
+static int64_t captures_of(const sg_engine *e) {
+    op_graphs_stats g;
+    engine_graph_stats(e, &g);
+    return g.captures;
+}
+
 // One batch of r->conc requests on engine e (requests from index engine_n_requests on): step 0
 // (prefill and the first round) untimed, then the rest timed. timed = 0 fills tokens, rounds,
 // seconds, counters and the hash; timed = 1 switches the engine's phase timing on and fills tm and
-// the win tally.
+// the win tally. Both fill captures (graphs captured in the timed steps).
 static int run_batch(bench_state *s, sg_engine *e, engine_timing *tm, win_tally *tally,
                      bench_result *r, int timed) {
     int first = engine_n_requests(e);
@@ -196,11 +205,13 @@ static int run_batch(bench_state *s, sg_engine *e, engine_timing *tm, win_tally 
     int steps0 = engine_steps(e);
     *tm = (engine_timing){.sync = s->dev->sync, .on = timed};
     *tally = (win_tally){0};
+    const int64_t cap0 = captures_of(e);
     int64_t t0 = now_ns(s);
     int st = engine_run(e);
     int64_t t1 = now_ns(s);
     tm->on = 0;
     SG_TRY(st);
+    r->captures = captures_of(e) - cap0;
     if (timed) {
         r->tm = *tm;
         r->gain = tally->gain;
@@ -239,9 +250,11 @@ static int run_repeats(bench_state *s, sg_engine *e, engine_timing *tm, win_tall
     const int n = s->o->repeat > 0 ? s->o->repeat : 1;
     double sec[BENCH_MAX_REPEAT];
     const bench_result blank = *r;
+    int64_t captures = 0;
     for (int k = 0; k < n; k++) {
         bench_result x = blank;
         SG_TRY(run_batch(s, e, tm, tally, &x, 0));
+        captures += x.captures;
         if (k == 0)
             *r = x;
         else if (x.token_hash != r->token_hash || x.tokens != r->tokens)
@@ -256,6 +269,7 @@ static int run_repeats(bench_state *s, sg_engine *e, engine_timing *tm, win_tall
     r->seconds_min = sec[0];
     r->seconds_max = sec[n - 1];
     r->repeats = n;
+    r->measured_captures = captures;
     return SG_OK;
 }
 
@@ -534,7 +548,7 @@ static void print_header(const bench_state *s, FILE *out) {
 static int print_summary(bench_state *s, FILE *out) {
     if (s->o->graphs) {
         fprintf(out, "\ngraph replay: warm-up batches, then phase-timed batches, each until one "
-                     "captures no new graph (at most %d); graphs captured\n",
+                     "captures no new graph in its timed steps (at most %d); graphs captured\n",
                 BENCH_MAX_WARMUPS);
         for (int i = 0; i < s->n_res; i++) {
             const bench_result *r = &s->res[i];
@@ -586,24 +600,16 @@ static int print_summary(bench_state *s, FILE *out) {
     return s->o->json ? write_json(s, g, n_goals) : SG_OK;
 }
 
-// Graphs the engine's replay has captured so far (0 with graphs off or without capture hooks).
-static int64_t captures_of(const sg_engine *e) {
-    op_graphs_stats g;
-    engine_graph_stats(e, &g);
-    return g.captures;
-}
-
-// Batches (run_batch, timed or not) until one captures no new graph, at most BENCH_MAX_WARMUPS;
-// *batches: how many ran, *last: the graphs the last one captured (0 unless the limit was hit).
+// Batches (run_batch, timed or not) until one captures no new graph in its timed steps, at most
+// BENCH_MAX_WARMUPS; *batches: how many ran. Step 0 does not count: a prefill's op log holds the
+// new requests' own buffers, so it can be new in every batch.
 static int until_no_capture(bench_state *s, sg_engine *e, engine_timing *tm, win_tally *tally,
-                            bench_result *r, int timed, int *batches, int64_t *last) {
+                            bench_result *r, int timed, int *batches) {
     *batches = 0;
     do {
-        const int64_t c = captures_of(e);
         SG_TRY(run_batch(s, e, tm, tally, r, timed));
         ++*batches;
-        *last = captures_of(e) - c;
-    } while (*last > 0 && *batches < BENCH_MAX_WARMUPS);
+    } while (r->captures > 0 && *batches < BENCH_MAX_WARMUPS);
     return SG_OK;
 }
 
@@ -625,17 +631,16 @@ static int run_mode(bench_state *s, int mode, FILE *out) {
         // capture) of each shape of step and first-use allocations stay out of the measured
         // batches.
         bench_result warm = *r;
-        int64_t last = 0;
         const int64_t c0 = captures_of(e);
-        st = until_no_capture(s, e, &tm, &tally, &warm, 0, &r->warmups, &last);
+        int warmups = 0;
+        st = until_no_capture(s, e, &tm, &tally, &warm, 0, &warmups);
         const int64_t c1 = captures_of(e);
         if (st == SG_OK) st = run_repeats(s, e, &tm, &tally, r);
-        const int64_t c2 = captures_of(e);
-        if (st == SG_OK)
-            st = until_no_capture(s, e, &tm, &tally, r, 1, &r->timed_batches, &r->timed_captures);
+        if (st == SG_OK) st = until_no_capture(s, e, &tm, &tally, r, 1, &r->timed_batches);
         if (st != SG_OK) break;
+        r->warmups = warmups;
         r->warm_captures = c1 - c0;
-        r->measured_captures = c2 - c1;
+        r->timed_captures = r->captures;
         phase_bytes(s, r);
         s->n_res++;
         print_row(s, r, out);
