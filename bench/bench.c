@@ -24,9 +24,10 @@ static const char *const phase_names[ENGINE_PHASES] = {"drafter", "markov", "lad
 // given span layout) is captured in the second batch; with a single warm-up batch that capture,
 // and the eager first run, fell into the first measured batch (measured on the H200, bench/README
 // ninth 2026-12-01 session: spec at one request 710-717 tok/s with one repeat against 785-811 as
-// the median of three, the repeats' spread up to 5.6 %; now 809-810 with one repeat, spread 0.0-0.2
-// %). The phase-timed batch is repeated the same way: its syncs at the phase edges cut the op logs
-// elsewhere, so its logs are new to the cache (hedge rounds captured graphs in the first).
+// the median of three, the repeats' spread up to 5.6 %; now 803-810 with one repeat, spreads
+// 0.0-0.4 %). The phase-timed batch is repeated the same way: its syncs at the phase edges cut
+// the op logs elsewhere, so its logs are new to the cache (hedge rounds captured graphs in the
+// first).
 #define BENCH_MAX_WARMUPS 4
 #define BW_BYTES ((size_t)8 << 30) // >= 8 GB read per bandwidth pass
 #define BW_REPS 7
