@@ -22,14 +22,24 @@ __device__ __forceinline__ float inv_rms_warp(const uint16_t *xr, int D, float e
     const int lane = threadIdx.x & 31;
     float ss = 0.f;
     if (D % 8 == 0 && (uintptr_t)xr % 16 == 0) { // every group whole: one 16-byte load each
-#pragma unroll 16 // all of a row's loads in flight together (D <= 4096 in one go)
-        for (int i = 8 * lane; i < D; i += 256) {
-            const uint4 p = *reinterpret_cast<const uint4 *>(xr + i);
-            const uint32_t w4[4] = {p.x, p.y, p.z, p.w};
+        // A lane's loads of up to SS_BATCH groups (a row of 4096 in one go) are all issued before
+        // its first add. (An `unroll 16` loop instead ran a 10-group row, D = 2560, as its
+        // remainder: one load per group, each waited for.)
+        constexpr int SS_BATCH = 16;
+        for (int base = 8 * lane; base < D; base += 256 * SS_BATCH) {
+            uint4 p[SS_BATCH];
 #pragma unroll
-            for (int j = 0; j < 8; j++) {
-                const float v = d_bf16_to_f32((uint16_t)(w4[j / 2] >> (16 * (j % 2))));
-                ss = __fadd_rn(ss, __fmul_rn(v, v));
+            for (int t = 0; t < SS_BATCH; t++)
+                if (base + 256 * t < D) p[t] = *reinterpret_cast<const uint4 *>(xr + base + 256 * t);
+#pragma unroll
+            for (int t = 0; t < SS_BATCH; t++) {
+                if (base + 256 * t >= D) break;
+                const uint32_t w4[4] = {p[t].x, p[t].y, p[t].z, p[t].w};
+#pragma unroll
+                for (int j = 0; j < 8; j++) {
+                    const float v = d_bf16_to_f32((uint16_t)(w4[j / 2] >> (16 * (j % 2))));
+                    ss = __fadd_rn(ss, __fmul_rn(v, v));
+                }
             }
         }
     } else {
@@ -92,19 +102,26 @@ __global__ void __launch_bounds__(NORM_THREADS)
     const bool vec = D % 8 == 0 && D <= 8 * NORM_THREADS * NORM_VEC && (uintptr_t)xr % 16 == 0 &&
                      (uintptr_t)yr % 16 == 0 && (uintptr_t)w % 16 == 0 &&
                      (!ADD || (uintptr_t)hr % 16 == 0);
-    uint4 xv[NORM_VEC], wv[NORM_VEC];
+    uint4 xv[NORM_VEC], wv[NORM_VEC], hv[NORM_VEC];
     if (vec) {
+        // Every load before the first store: the compiler may not move a load above a store to
+        // h (nothing here is __restrict__, as y may alias x).
 #pragma unroll
         for (int j = 0; j < NORM_VEC; j++) {
             const int i = 8 * (threadIdx.x + j * NORM_THREADS);
             if (i < D) {
                 xv[j] = *reinterpret_cast<const uint4 *>(xr + i);
                 wv[j] = __ldg(reinterpret_cast<const uint4 *>(w + i));
-                if (ADD) {
-                    xv[j] = add8(*reinterpret_cast<const uint4 *>(hr + i), xv[j]);
-                    *reinterpret_cast<uint4 *>(hr + i) = xv[j];
-                    *reinterpret_cast<uint4 *>(row_sh + i) = xv[j];
-                }
+                if (ADD) hv[j] = *reinterpret_cast<const uint4 *>(hr + i);
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < NORM_VEC; j++) {
+            const int i = 8 * (threadIdx.x + j * NORM_THREADS);
+            if (ADD && i < D) {
+                xv[j] = add8(hv[j], xv[j]);
+                *reinterpret_cast<uint4 *>(hr + i) = xv[j];
+                *reinterpret_cast<uint4 *>(row_sh + i) = xv[j];
             }
         }
     } else if (ADD) {
