@@ -8,6 +8,10 @@
 // two-stage selection of gpu/top2.cu scores U + bias in fp32 on the fly, one partial top-2 per
 // (partition, row); (4) one warp per row merges them and writes the top-2 at (chain, k) and the
 // drafted token at column k+1. The top-2 is exact, so the result does not depend on the grid.
+// With a head (r > 0) the four are a chain of programmatic dependents (pdl.h): the gather waits
+// for the kernel before the step before it releases the GEMM, so every kernel before the step has
+// completed when (3) starts, and (3) reads its row's previous token and prefetches its U row into
+// L2 before its wait; without a head (3) is an ordinary launch, for the same reason.
 // Skipped rows (k >= limit) are untouched; a chain marked by an earlier NaN (prev = -1) stays
 // marked. Out-of-range indices trap (SG_CHECKs on the CPU).
 #include "cuda_internal.h"
@@ -47,8 +51,10 @@ __device__ __forceinline__ int mk_prev(const mk_args &a, int i, int k) {
     return prev;
 }
 
-// x[i, :] = w1[prev of row i, :], zero for a skipped or marked row. Grid: rows.
+// x[i, :] = w1[prev of row i, :], zero for a skipped or marked row. Grid: rows. Releases the GEMM
+// only after its wait (see the top).
 __global__ void markov_gather(mk_args a, uint16_t *__restrict__ x) {
+    pdl_wait_primary();
     pdl_allow_dependents();
     const int i = blockIdx.x, k = mk_step(a, i);
     const int prev = k >= 0 ? mk_prev(a, i, k) : -1;
@@ -56,14 +62,22 @@ __global__ void markov_gather(mk_args a, uint16_t *__restrict__ x) {
         x[(size_t)i * a.r + j] = prev >= 0 ? a.w1[(size_t)prev * a.r + j] : (uint16_t)0;
 }
 
-// Grid: P partitions × rows. bias NULL: no Markov head (score = U).
+// Grid: P partitions × rows. bias NULL: no Markov head (score = U). Before its wait it reads
+// only what the kernels before the step wrote (see the top): the previous token, and the U values
+// it will scan, prefetched into L2 (the bias GEMM streams 78 MB of w2 past them meanwhile).
 __global__ void __launch_bounds__(MK_THREADS)
     markov_stage1(mk_args a, const uint16_t *__restrict__ bias, d_cand2 *partials) {
+    pdl_allow_dependents();
     const int p = blockIdx.x, P = gridDim.x, i = blockIdx.y;
     const int k = mk_step(a, i);
+    const bool live = k >= 0 && mk_prev(a, i, k) >= 0;
+    const float *u = live ? a.U + (size_t)(a.u_row[i] + k) * a.V : NULL;
+    if (live)
+        for (int v = p * (int)blockDim.x + (int)threadIdx.x; v < a.V; v += P * (int)blockDim.x)
+            asm volatile("prefetch.global.L2 [%0];" ::"l"(u + v));
+    pdl_wait_primary();
     d_cand2 c = d_cand2_empty();
-    if (k >= 0 && mk_prev(a, i, k) >= 0) {
-        const float *u = a.U + (size_t)(a.u_row[i] + k) * a.V;
+    if (live) {
         const uint16_t *b = bias ? bias + (size_t)i * a.V : NULL;
         d_top2_scan(c, a.V, p, P,
                     [u, b](int v) { return b ? __fadd_rn(u[v], d_bf16_to_f32(b[v])) : u[v]; });
@@ -73,6 +87,8 @@ __global__ void __launch_bounds__(MK_THREADS)
 }
 
 __global__ void markov_stage2(mk_args a, const d_cand2 *__restrict__ partials, int P) {
+    pdl_allow_dependents(); // the next step's gather waits for this kernel anyway
+    pdl_wait_primary();
     const int i = blockIdx.x;
     const int k = mk_step(a, i);
     if (k < 0) return;
@@ -132,16 +148,18 @@ void cu_markov_step(void *ctx, const float *U, int V, const bf16 *w1, const bf16
     d_cand2 *partials = reinterpret_cast<d_cand2 *>(scratch);
     bf16 *x = r > 0 ? reinterpret_cast<bf16 *>(scratch + part_b) : NULL;
     bf16 *bias = r > 0 ? reinterpret_cast<bf16 *>(scratch + part_b + x_b) : NULL;
+    const dim3 stage1_grid((unsigned)P, (unsigned)rows);
     if (r > 0) {
-        markov_gather<<<(unsigned)rows, 128, 0, c->stream>>>(a, x);
-        CUDA_CHECK_LAUNCH();
+        launch_dependent(c, markov_gather, dim3((unsigned)rows), 128, 0, a, (uint16_t *)x);
         cu_gemm(c, x, rows, r, w2, V, bias, 0);
+        launch_dependent(c, markov_stage1, stage1_grid, MK_THREADS, 0, a, (const uint16_t *)bias,
+                         partials);
+    } else {
+        markov_stage1<<<stage1_grid, MK_THREADS, 0, c->stream>>>(a, NULL, partials);
+        CUDA_CHECK_LAUNCH();
     }
-    markov_stage1<<<dim3((unsigned)P, (unsigned)rows), MK_THREADS, 0, c->stream>>>(a, bias,
-                                                                                   partials);
-    CUDA_CHECK_LAUNCH();
-    markov_stage2<<<(unsigned)rows, 32, 0, c->stream>>>(a, partials, P);
-    CUDA_CHECK_LAUNCH();
+    launch_dependent(c, markov_stage2, dim3((unsigned)rows), 32, 0, a, (const d_cand2 *)partials,
+                     P);
 }
 
 void cu_ladder_force(void *ctx, int32_t *tokens, int tok_stride, const int32_t *top_ids, int rows,

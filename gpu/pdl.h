@@ -6,7 +6,10 @@
 // uploads, which complete before any kernel after them on the stream starts: attention.cu).
 // Kernels that feed a GEMM call pdl_allow_dependents() first thing (attention once its first K
 // tile has landed: attention.cu says why), and so does qk_norm_rope_store, which feeds attention;
-// for a kernel launched the ordinary way both calls do nothing.
+// for a kernel launched the ordinary way both calls do nothing. Every block of a dependent calls
+// pdl_wait_primary() before it ends, on every path, so a kernel's completion implies that of every
+// kernel before it; a dependent that releases its own dependents only after its wait (markov.cu's
+// gather) therefore lets them read anything written before it.
 #ifndef SG_GPU_PDL_H
 #define SG_GPU_PDL_H
 
