@@ -8,8 +8,8 @@
 // two-stage selection of gpu/top2.cu scores U + bias in fp32 on the fly, one partial top-2 per
 // (partition, row); (4) one warp per row merges them and writes the top-2 at (chain, k) and the
 // drafted token at column k+1. The top-2 is exact, so the result does not depend on the grid.
-// With a head (r > 0) the four are a chain of programmatic dependents (pdl.h): the gather waits
-// for the kernel before the step before it releases the GEMM, so every kernel before the step has
+// With a head (r > 0) the four are a chain of programmatic dependents (pdl.h): the gather releases
+// the GEMM only after its wait for the kernel before the step, so every kernel before the step has
 // completed when (3) starts, and (3) reads its row's previous token and prefetches its U row into
 // L2 before its wait; without a head (3) is an ordinary launch, for the same reason.
 // Skipped rows (k >= limit) are untouched; a chain marked by an earlier NaN (prev = -1) stays
