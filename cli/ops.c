@@ -34,6 +34,12 @@ static void ops_help(void) {
         "  --seed N           input seed, to replay a run [1]\n"
         "  --json FILE        results as JSON\n"
         "  --csv FILE         results as CSV\n"
+        "  --weight LIST      perf: only these weights of the GEMM table, comma-separated\n"
+        "                     (q_proj, k_proj, o_proj, gate_proj, down_proj, fc, markov_w2,\n"
+        "                     lm_head) [all]\n"
+        "  --rows LIST        perf: the GEMM table's M values instead, 1 to 2048, at most 8,\n"
+        "                     comma-separated; skips the row-invariance sweep (a profiler sees\n"
+        "                     only these launches) [1,8,16,32,64,128,512,2048]\n"
         "  --list             the ops, their tolerances and reasons (no GPU needed)\n"
         "  --show-coverage    backend table entries and the checks exercising them; exit 1 if\n"
         "                     one has none (no GPU needed)\n\n"
@@ -105,6 +111,10 @@ int cmd_ops(int argc, char **argv) {
             value = &o.json;
         else if (strcmp(a, "--csv") == 0)
             value = &o.csv;
+        else if (strcmp(a, "--weight") == 0)
+            value = &o.gemm_weights;
+        else if (strcmp(a, "--rows") == 0)
+            value = &o.gemm_rows;
         else if (strcmp(a, "--seed") == 0)
             value = &seed;
         else
@@ -117,11 +127,7 @@ int cmd_ops(int argc, char **argv) {
             if (seed && parse_seed(seed, &o.seed) != SG_OK) return cli_report(SG_EXIT_USAGE);
         }
     }
-    if (o.op && !ops_known(o.op))
-        return cli_report(sg_fail(SG_EXIT_USAGE, "ops: unknown op \"%s\" (see --list)", o.op));
-    if (o.size && strcmp(o.size, "tiny") != 0 && strcmp(o.size, "small") != 0 &&
-        strcmp(o.size, "qwen3") != 0)
-        return cli_report(sg_fail(SG_EXIT_USAGE, "ops: --size %s: tiny, small or qwen3", o.size));
+    if (ops_validate(&o) != SG_OK) return cli_report(SG_EXIT_USAGE);
     if (list) {
         ops_list(stdout);
         return SG_OK;

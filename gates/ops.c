@@ -252,13 +252,26 @@ static int size_index(const char *name) {
     return -1;
 }
 
-int ops_run(const ops_options *o, const sg_backend *test, const ops_device *dev,
-            const sg_backend *ref, FILE *out) {
+int ops_validate(const ops_options *o) {
     if (o->op && !ops_known(o->op))
         return sg_fail(SG_EXIT_USAGE, "ops: unknown op \"%s\" (see sparkgate ops --list)", o->op);
-    int only = -1;
-    if (o->size && (only = size_index(o->size)) < 0)
-        return sg_fail(SG_EXIT_USAGE, "ops: unknown size \"%s\" (tiny, small or qwen3)", o->size);
+    if (o->size && size_index(o->size) < 0)
+        return sg_fail(SG_EXIT_USAGE, "ops: --size %s: tiny, small or qwen3", o->size);
+    if (!o->gemm_weights && !o->gemm_rows) return SG_OK;
+    if (!o->perf || (o->op && strcmp(o->op, "gemm") != 0))
+        return sg_fail(SG_EXIT_USAGE, "ops: --weight and --rows select rows of perf mode's GEMM "
+                                      "table: use them with `ops perf`, without --op or with "
+                                      "--op gemm");
+    ops_gemm_table t;
+    return ops_gemm_table_parse(o->gemm_weights, o->gemm_rows, &t);
+}
+
+int ops_run(const ops_options *o, const sg_backend *test, const ops_device *dev,
+            const sg_backend *ref, FILE *out) {
+    SG_TRY(ops_validate(o));
+    ops_gemm_table table;
+    SG_TRY(ops_gemm_table_parse(o->gemm_weights, o->gemm_rows, &table));
+    int only = o->size ? size_index(o->size) : -1;
     if (o->perf && (!dev || !dev->timer_begin || !dev->timer_end_us))
         return sg_fail(SG_EXIT_USAGE, "ops perf: the %s backend has no timers", test->name);
     if (o->perf && only < 0) only = QWEN3;
@@ -316,7 +329,7 @@ int ops_run(const ops_options *o, const sg_backend *test, const ops_device *dev,
     inv_row inv[N_PERF_WEIGHTS];
     int n_gp = 0, n_inv = 0;
     if (st == SG_OK && o->perf && (!o->op || strcmp(o->op, "gemm") == 0))
-        st = ops_perf_gemm(test, dev, o->seed, out, gp, &n_gp, inv, &n_inv);
+        st = ops_perf_gemm(test, dev, o->seed, &table, out, gp, &n_gp, inv, &n_inv);
     if (st == SG_OK) {
         if (!o->perf)
             fprintf(out, "\n%d case(s), %d failed (replay with --seed %llu)\n", n, failed,

@@ -13,8 +13,8 @@
 // each op (µs, GB/s, TFLOP/s) and the target's GEMM shapes against the vendor library (cuBLAS),
 // whose row invariance across M it also measures.
 //
-// Contract: ops_list and ops_show_coverage need no device. ops_run returns SG_OK when every check
-// passed, SG_EXIT_FAIL when one failed, SG_EXIT_USAGE for an unknown op or size name.
+// Contract: ops_list, ops_show_coverage and ops_validate need no device. ops_run returns SG_OK when
+// every check passed, SG_EXIT_FAIL when one failed, SG_EXIT_USAGE for options ops_validate refuses.
 #ifndef SG_GATES_OPS_H
 #define SG_GATES_OPS_H
 
@@ -45,7 +45,28 @@ typedef struct {
     uint64_t seed;    // input seed (replay a run with the seed it printed)
     const char *json; // write the results as JSON to this file (NULL: no)
     const char *csv;  // write the results as CSV to this file (NULL: no)
+    // Perf mode's GEMM table (ops_gemm_table_parse): only these weights and M values,
+    // comma-separated (NULL: every weight; the table's M values and the row-invariance sweep).
+    const char *gemm_weights, *gemm_rows;
 } ops_options;
+
+// Perf mode's GEMM table: the Qwen3-4B products and the head (q_proj, k_proj, o_proj, gate_proj,
+// down_proj, fc, markov_w2, lm_head), each timed at each M, ours against the vendor's.
+#define OPS_GEMM_MAX_ROWS 8
+typedef struct {
+    unsigned weights;                // bit i: the table's weight i, in the order above
+    int rows[OPS_GEMM_MAX_ROWS];     // the M values, 1 .. 2048
+    int n_rows;
+    int invariance;                  // 1: also each weight's row invariance across M (no --rows)
+} ops_gemm_table;
+
+// Parses the GEMM table's weights and M values (ops_options' gemm_weights, gemm_rows) into t;
+// SG_EXIT_USAGE with a message naming the valid values for an unknown weight, an M outside
+// 1 .. 2048, more than OPS_GEMM_MAX_ROWS values or an empty item.
+int ops_gemm_table_parse(const char *weights, const char *rows, ops_gemm_table *t);
+// SG_OK, or SG_EXIT_USAGE with a message for an unknown op or size, or a GEMM table selection
+// outside perf mode's table (check mode, or --op other than gemm). No device needed.
+int ops_validate(const ops_options *o);
 
 // The ops with their sizes, tolerances and reasons (no device needed).
 void ops_list(FILE *out);

@@ -203,9 +203,10 @@ typedef struct {
 // Times c on the backend under test (median µs into res->us); needs dev's timers.
 int ops_perf_case(const ops_case *c, const sg_backend *test, const ops_device *dev,
                   case_result *res);
-// Times the Qwen3-4B gemm shapes (and lm_head) at every M of the table, ours and the vendor's,
-// and measures both for row invariance across M, printing both tables to out.
-int ops_perf_gemm(const sg_backend *be, const ops_device *dev, uint64_t seed, FILE *out,
-                  gemm_perf_row *rows, int *n_rows, inv_row *inv, int *n_inv);
+// Times the GEMM table's selected weights (t) at its M values, ours and the vendor's, and (with
+// t->invariance) measures both for row invariance across M, printing both tables to out.
+int ops_perf_gemm(const sg_backend *be, const ops_device *dev, uint64_t seed,
+                  const ops_gemm_table *t, FILE *out, gemm_perf_row *rows, int *n_rows,
+                  inv_row *inv, int *n_inv);
 
 #endif

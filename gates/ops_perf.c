@@ -1,9 +1,11 @@
 // gates/ops_perf.c: perf mode of the bring-up tool (ops_internal.h): the median time of a case on
-// the backend under test, and the Qwen3-4B gemm shapes (and lm_head) at the M of the table, ours
-// against the vendor library's (cuBLAS), with the row invariance across M of both.
+// the backend under test, and the GEMM table (ops.h): the Qwen3-4B gemm shapes (and lm_head) at
+// the M of the table, ours against the vendor library's (cuBLAS), with the row invariance across M
+// of both; ops_gemm_table_parse selects its weights and M values.
 //
 // Contract: needs the device's timers (ops_run refuses perf mode without them); a NULL
 // vendor_gemm leaves the vendor columns at zero and its invariance "(no vendor library)".
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,6 +86,77 @@ static void timed_gemm(void *arg, int rep) {
 
 static const int perf_M[] = {1, 8, 16, 32, 64, 128, 512, 2048};
 _Static_assert(sizeof perf_M / sizeof perf_M[0] == N_PERF_M, "N_PERF_M is perf_M's length");
+_Static_assert(OPS_GEMM_MAX_ROWS == N_PERF_M, "a selection holds at most the table's M values");
+#define PERF_MAX_M 2048 // x and y are allocated for this many rows
+
+// The table's weights: Qwen3-4B's bf16 products, then the head (fp32 logits).
+typedef struct {
+    const char *name;
+    int N, K, f32;
+} perf_shape;
+
+static perf_shape perf_weight(int i) {
+    if (i < N_QWEN3_WEIGHTS)
+        return (perf_shape){ops_qwen3_weights[i].name, ops_qwen3_weights[i].N,
+                            ops_qwen3_weights[i].K, 0};
+    return (perf_shape){"lm_head", 151936, 2560, 1};
+}
+
+// The next item of the comma-separated `whole` (option `opt`) at *at into item (NUL-terminated);
+// *at moves past it, to NULL after the last. SG_EXIT_USAGE for an empty or overlong item.
+static int next_item(const char **at, const char *opt, const char *whole, char *item,
+                     size_t cap) {
+    const char *end = strchr(*at, ',');
+    size_t len = end ? (size_t)(end - *at) : strlen(*at);
+    if (len == 0 || len >= cap)
+        return sg_fail(SG_EXIT_USAGE, "ops: %s \"%s\": an empty or overlong item in the list",
+                       opt, whole);
+    memcpy(item, *at, len);
+    item[len] = '\0';
+    *at = end ? end + 1 : NULL;
+    return SG_OK;
+}
+
+int ops_gemm_table_parse(const char *weights, const char *rows, ops_gemm_table *t) {
+    memset(t, 0, sizeof *t);
+    char names[256] = "", item[64];
+    for (int i = 0; i < N_PERF_WEIGHTS; i++) {
+        size_t len = strlen(names);
+        snprintf(names + len, sizeof names - len, "%s%s", i ? ", " : "", perf_weight(i).name);
+    }
+    if (!weights) t->weights = (1u << N_PERF_WEIGHTS) - 1;
+    for (const char *w = weights; w;) {
+        SG_TRY(next_item(&w, "--weight", weights, item, sizeof item));
+        int found = -1;
+        for (int i = 0; i < N_PERF_WEIGHTS && found < 0; i++)
+            if (strcmp(item, perf_weight(i).name) == 0) found = i;
+        if (found < 0)
+            return sg_fail(SG_EXIT_USAGE, "ops: --weight %s: not a weight of the GEMM table (%s)",
+                           item, names);
+        t->weights |= 1u << found;
+    }
+    t->invariance = rows == NULL;
+    if (!rows) {
+        memcpy(t->rows, perf_M, sizeof perf_M);
+        t->n_rows = N_PERF_M;
+        return SG_OK;
+    }
+    for (const char *m = rows; m;) {
+        SG_TRY(next_item(&m, "--rows", rows, item, sizeof item));
+        char *end;
+        errno = 0;
+        long v = strtol(item, &end, 10);
+        if (errno || *end || v < 1 || v > PERF_MAX_M)
+            return sg_fail(SG_EXIT_USAGE, "ops: --rows %s: M must be an integer from 1 to %d",
+                           item, PERF_MAX_M);
+        if (t->n_rows == OPS_GEMM_MAX_ROWS)
+            return sg_fail(SG_EXIT_USAGE, "ops: --rows %s: at most %d values", rows,
+                           OPS_GEMM_MAX_ROWS);
+        t->rows[t->n_rows++] = (int)v;
+    }
+    return SG_OK;
+}
+
 static const int inv_M[] = {1,  2,  3,  7,  8,   9,   15,  16,  17,   24,  32,
                             33, 48, 64, 96, 128, 200, 256, 512, 1024, 2048};
 #define N_INV_M ((int)(sizeof inv_M / sizeof inv_M[0]))
@@ -110,22 +183,9 @@ static void row_invariance(gemm_timing *g, char *out, size_t n) {
     free(cur);
 }
 
-int ops_perf_gemm(const sg_backend *be, const ops_device *dev, uint64_t seed, FILE *out,
-                  gemm_perf_row *rows, int *n_rows, inv_row *inv, int *n_inv) {
-    struct {
-        const char *name;
-        int N, K, f32;
-    } ws[N_PERF_WEIGHTS];
-    for (int i = 0; i < N_QWEN3_WEIGHTS; i++) {
-        ws[i].name = ops_qwen3_weights[i].name;
-        ws[i].N = ops_qwen3_weights[i].N;
-        ws[i].K = ops_qwen3_weights[i].K;
-        ws[i].f32 = 0;
-    }
-    ws[N_QWEN3_WEIGHTS].name = "lm_head";
-    ws[N_QWEN3_WEIGHTS].N = 151936;
-    ws[N_QWEN3_WEIGHTS].K = 2560;
-    ws[N_QWEN3_WEIGHTS].f32 = 1;
+int ops_perf_gemm(const sg_backend *be, const ops_device *dev, uint64_t seed,
+                  const ops_gemm_table *t, FILE *out, gemm_perf_row *rows, int *n_rows,
+                  inv_row *inv, int *n_inv) {
     fprintf(out,
             "\ngemm (Qwen3-4B and DSpark shapes; TFLOP/s = 2MNK/t, GB/s = weight bytes/t; %s = "
             "the same shape through %s)\n",
@@ -133,11 +193,13 @@ int ops_perf_gemm(const sg_backend *be, const ops_device *dev, uint64_t seed, FI
             dev->vendor_gemm ? dev->vendor_name : "none");
     fprintf(out, "%-10s %6s %6s %7s %10s %8s %8s %10s %8s\n", "weight", "M", "K", "N", "us",
             "TFLOP/s", "GB/s", "vendor_us", "TFLOP/s");
-    rng r = {seed ^ 0x5eedf00dull};
     for (int wi = 0; wi < N_PERF_WEIGHTS; wi++) {
-        int N = ws[wi].N, K = ws[wi].K, Mmax = 2048;
+        if (!((t->weights >> wi) & 1)) continue;
+        const perf_shape ws = perf_weight(wi);
+        int N = ws.N, K = ws.K, Mmax = PERF_MAX_M;
+        rng r = {seed ^ 0x5eedf00dull ^ ((uint64_t)(wi + 1) << 48)}; // by seed and weight alone
         size_t wbytes = (size_t)N * K * 2;
-        gemm_timing g = {.be = be, .dev = dev, .K = K, .N = N, .f32 = ws[wi].f32};
+        gemm_timing g = {.be = be, .dev = dev, .K = K, .N = N, .f32 = ws.f32};
         g.n_w = (int)((GEMM_TRAIN_BYTES + wbytes - 1) / wbytes);
         if (g.n_w > GEMM_COPIES) g.n_w = GEMM_COPIES;
         bf16 *hw = sg_calloc((size_t)N * K, sizeof *hw);
@@ -156,11 +218,11 @@ int ops_perf_gemm(const sg_backend *be, const ops_device *dev, uint64_t seed, FI
             be->free(be->ctx, g.x);
             return st;
         }
-        for (int mi = 0; mi < N_PERF_M; mi++) {
+        for (int mi = 0; mi < t->n_rows; mi++) {
             gemm_perf_row *row = &rows[(*n_rows)++];
             memset(row, 0, sizeof *row);
-            snprintf(row->weight, sizeof row->weight, "%s", ws[wi].name);
-            row->M = g.M = perf_M[mi];
+            snprintf(row->weight, sizeof row->weight, "%s", ws.name);
+            row->M = g.M = t->rows[mi];
             row->K = K;
             row->N = N;
             g.vendor = 0;
@@ -176,20 +238,23 @@ int ops_perf_gemm(const sg_backend *be, const ops_device *dev, uint64_t seed, FI
             fprintf(out, "%-10s %6d %6d %7d %10.1f %8.2f %8.0f %10.1f %8.2f\n", row->weight, g.M, K,
                     N, row->us, row->tflops, row->gbs, row->vendor_us, row->vendor_tflops);
         }
-        inv_row *iv = &inv[(*n_inv)++];
-        snprintf(iv->weight, sizeof iv->weight, "%s", ws[wi].name);
-        g.vendor = 0;
-        row_invariance(&g, iv->ours, sizeof iv->ours);
-        if (dev->vendor_gemm) {
-            g.vendor = 1;
-            row_invariance(&g, iv->vendor, sizeof iv->vendor);
-        } else {
-            snprintf(iv->vendor, sizeof iv->vendor, "(no vendor library)");
+        if (t->invariance) {
+            inv_row *iv = &inv[(*n_inv)++];
+            snprintf(iv->weight, sizeof iv->weight, "%s", ws.name);
+            g.vendor = 0;
+            row_invariance(&g, iv->ours, sizeof iv->ours);
+            if (dev->vendor_gemm) {
+                g.vendor = 1;
+                row_invariance(&g, iv->vendor, sizeof iv->vendor);
+            } else {
+                snprintf(iv->vendor, sizeof iv->vendor, "(no vendor library)");
+            }
         }
         for (int k = 0; k < g.n_w; k++) be->free(be->ctx, g.w[k]);
         be->free(be->ctx, g.x);
         be->free(be->ctx, g.y);
     }
+    if (!t->invariance) return SG_OK;
     fprintf(out,
             "\nrow invariance across M in {1..2048} (rows two consecutive M share, bitwise):\n");
     for (int i = 0; i < *n_inv; i++)

@@ -12,12 +12,15 @@
 //   twin's (fp32 logits), and so does a bf16 output rounded the other way (one bf16 ULP; for
 //   gemm_swiglu its gate and up); one dropped k term fails (gemm, gemm_logits, gemm_swiglu,
 //   markov_step's top_vals); a logits argmax that differs within both values'
-//   allowances is a reported near tie that passes, one beyond them fails.
+//   allowances is a reported near tie that passes, one beyond them fails;
+// - perf mode's GEMM table selection (--weight, --rows): parsed and refused with usage errors, and
+//   a selected table run on the CPU backend (wall-clock timers) times exactly the chosen rows.
 // ctest-labels: cpu;unit
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/error.h"
 #include "engine/cpu_backend.h"
@@ -61,9 +64,23 @@ START_TEST(test_coverage_complete) {
 END_TEST
 
 START_TEST(test_usage_errors) {
-    static const char *bad[] = {"ops --op nosuch", "ops --seed abc", "ops --seed -3",
-                                "ops --size huge", "ops --bogus",    "ops --op",
-                                "ops perf --json"};
+    static const char *bad[] = {"ops --op nosuch",
+                                "ops --seed abc",
+                                "ops --seed -3",
+                                "ops --size huge",
+                                "ops --bogus",
+                                "ops --op",
+                                "ops perf --json",
+                                "ops perf --weight nosuch",
+                                "ops perf --weight q_proj,",
+                                "ops perf --rows 0",
+                                "ops perf --rows 2049",
+                                "ops perf --rows 7x",
+                                "ops perf --rows 1,,2",
+                                "ops perf --rows 1,2,3,4,5,6,7,8,9",
+                                "ops --rows 1",
+                                "ops check --weight fc",
+                                "ops perf --op add --rows 1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         ck_assert_msg(tu_run_cli(bad[i], out, sizeof out) == SG_EXIT_USAGE, "%s: %s", bad[i], out);
     ck_assert_int_eq(tu_run_cli("ops --help", out, sizeof out), 0);
@@ -82,16 +99,21 @@ START_TEST(test_checks_need_a_gpu) {
 }
 END_TEST
 
-// Runs ops_run into a string; returns its status.
-static int run_tool(const ops_options *o, const sg_backend *test, const sg_backend *ref) {
+// Runs ops_run (with dev's services, NULL: none) into a string; returns its status.
+static int run_tool_on(const ops_options *o, const sg_backend *test, const ops_device *dev,
+                       const sg_backend *ref) {
     FILE *f = tmpfile();
     ck_assert_ptr_nonnull(f);
-    int st = ops_run(o, test, NULL, ref, f);
+    int st = ops_run(o, test, dev, ref, f);
     rewind(f);
     size_t n = fread(out, 1, sizeof out - 1, f);
     out[n] = '\0';
     fclose(f);
     return st;
+}
+
+static int run_tool(const ops_options *o, const sg_backend *test, const sg_backend *ref) {
+    return run_tool_on(o, test, NULL, ref);
 }
 
 START_TEST(test_cpu_against_itself) {
@@ -486,6 +508,82 @@ START_TEST(test_seed_replays) {
 }
 END_TEST
 
+START_TEST(test_gemm_table_parse) {
+    ops_gemm_table t;
+    ck_assert_int_eq(ops_gemm_table_parse(NULL, NULL, &t), SG_OK);
+    ck_assert_uint_eq(t.weights, 0xffu); // all eight
+    ck_assert_int_eq(t.n_rows, 8);
+    ck_assert_int_eq(t.rows[0], 1);
+    ck_assert_int_eq(t.rows[7], 2048);
+    ck_assert_int_eq(t.invariance, 1);
+    ck_assert_int_eq(ops_gemm_table_parse("lm_head,k_proj", "30,1,7", &t), SG_OK);
+    ck_assert_uint_eq(t.weights, (1u << 7) | (1u << 1));
+    ck_assert_int_eq(t.n_rows, 3);
+    ck_assert_int_eq(t.rows[0], 30); // in the order given
+    ck_assert_int_eq(t.rows[2], 7);
+    ck_assert_int_eq(t.invariance, 0);
+    ck_assert_int_eq(ops_gemm_table_parse("markov_w2", NULL, &t), SG_OK);
+    ck_assert_uint_eq(t.weights, 1u << 6);
+    ck_assert_int_eq(t.invariance, 1);
+    ck_assert_int_eq(ops_gemm_table_parse("q_proj", "2048", &t), SG_OK);
+    ck_assert_int_eq(ops_gemm_table_parse("Q_PROJ", NULL, &t), SG_EXIT_USAGE);
+    ck_assert_ptr_nonnull(strstr(sg_error(), "lm_head")); // the message lists the valid names
+    ck_assert_int_eq(ops_gemm_table_parse(NULL, "-1", &t), SG_EXIT_USAGE);
+    ck_assert_int_eq(ops_gemm_table_parse(NULL, "", &t), SG_EXIT_USAGE);
+}
+END_TEST
+
+static double wall_t0;
+static void wall_begin(const sg_backend *be) {
+    (void)be;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    wall_t0 = ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
+}
+static double wall_end_us(const sg_backend *be) {
+    (void)be;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3 - wall_t0;
+}
+
+// A selected GEMM table on the CPU backend (wall-clock timers, no vendor library): exactly the
+// chosen weight at the chosen M, in the printed table and the JSON report, and no row-invariance
+// sweep; without a timer perf mode is refused.
+START_TEST(test_gemm_table_selection_runs) {
+    sg_backend *a = cpu_backend_create(), *b = cpu_backend_create();
+    ops_device dev = {.timer_begin = wall_begin, .timer_end_us = wall_end_us};
+    char dir[512], json[600];
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(json, sizeof json, "%s/perf.json", dir);
+    ops_options o = {.perf = 1, .op = "gemm", .size = "tiny", .seed = 2, .json = json,
+                     .gemm_weights = "k_proj", .gemm_rows = "3,1"};
+    ck_assert_msg(run_tool_on(&o, a, &dev, b) == SG_OK, "%s\n%s", sg_error(), out);
+    int k_rows = 0;
+    for (const char *l = strstr(out, "\nk_proj "); l; l = strstr(l + 1, "\nk_proj ")) k_rows++;
+    ck_assert_msg(k_rows == 2, "%s", out);
+    ck_assert_ptr_nonnull(strstr(out, "\nk_proj          3   2560    1024"));
+    ck_assert_ptr_nonnull(strstr(out, "\nk_proj          1   2560    1024"));
+    ck_assert_ptr_null(strstr(out, "\nq_proj "));
+    ck_assert_ptr_null(strstr(out, "row invariance"));
+    cJSON *root = tu_load_json(json);
+    const cJSON *g = cJSON_GetObjectItem(root, "gemm");
+    ck_assert_int_eq(cJSON_GetArraySize(g), 2);
+    ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(g, 0), "weight")->valuestring,
+                     "k_proj");
+    ck_assert_int_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(g, 0), "M")->valueint, 3);
+    ck_assert_int_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(g, 1), "M")->valueint, 1);
+    ck_assert(cJSON_GetObjectItem(cJSON_GetArrayItem(g, 1), "us")->valuedouble > 0);
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(root, "row_invariance")), 0);
+    cJSON_Delete(root);
+    ck_assert_int_eq(run_tool_on(&o, a, NULL, b), SG_EXIT_USAGE); // no timers
+    ops_options check = {.op = "gemm", .gemm_rows = "1"};          // not perf mode
+    ck_assert_int_eq(run_tool(&check, a, b), SG_EXIT_USAGE);
+    a->destroy(a);
+    b->destroy(b);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("ops_tool");
     TCase *tc = tcase_create("ops_tool");
@@ -500,6 +598,8 @@ int main(void) {
     tcase_add_test(tc, test_order_rule_catches_a_dropped_term);
     tcase_add_test(tc, test_order_rule_near_ties);
     tcase_add_test(tc, test_seed_replays);
+    tcase_add_test(tc, test_gemm_table_parse);
+    tcase_add_test(tc, test_gemm_table_selection_runs);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
