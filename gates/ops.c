@@ -252,25 +252,28 @@ static int size_index(const char *name) {
     return -1;
 }
 
-int ops_validate(const ops_options *o) {
+// ops_validate, with the GEMM table it selects into t (every weight and M where none is given).
+static int validate(const ops_options *o, ops_gemm_table *t) {
     if (o->op && !ops_known(o->op))
         return sg_fail(SG_EXIT_USAGE, "ops: unknown op \"%s\" (see sparkgate ops --list)", o->op);
     if (o->size && size_index(o->size) < 0)
         return sg_fail(SG_EXIT_USAGE, "ops: --size %s: tiny, small or qwen3", o->size);
-    if (!o->gemm_weights && !o->gemm_rows) return SG_OK;
-    if (!o->perf || (o->op && strcmp(o->op, "gemm") != 0))
+    if ((o->gemm_weights || o->gemm_rows) && (!o->perf || (o->op && strcmp(o->op, "gemm") != 0)))
         return sg_fail(SG_EXIT_USAGE, "ops: --weight and --rows select rows of perf mode's GEMM "
                                       "table: use them with `ops perf`, without --op or with "
                                       "--op gemm");
+    return ops_gemm_table_parse(o->gemm_weights, o->gemm_rows, t);
+}
+
+int ops_validate(const ops_options *o) {
     ops_gemm_table t;
-    return ops_gemm_table_parse(o->gemm_weights, o->gemm_rows, &t);
+    return validate(o, &t);
 }
 
 int ops_run(const ops_options *o, const sg_backend *test, const ops_device *dev,
             const sg_backend *ref, FILE *out) {
-    SG_TRY(ops_validate(o));
     ops_gemm_table table;
-    SG_TRY(ops_gemm_table_parse(o->gemm_weights, o->gemm_rows, &table));
+    SG_TRY(validate(o, &table));
     int only = o->size ? size_index(o->size) : -1;
     if (o->perf && (!dev || !dev->timer_begin || !dev->timer_end_us))
         return sg_fail(SG_EXIT_USAGE, "ops perf: the %s backend has no timers", test->name);
