@@ -216,6 +216,7 @@ extern "C" int cuda_backend_create(sg_backend **out) {
     c->att_stored_keys = cu_attention_stored_keys();
     c->att_teams = cu_attention_teams();
     c->gemm_band = cu_gemm_band_setting();
+    c->gemm_from_end = cu_gemm_from_end_setting();
     sg_backend *be = static_cast<sg_backend *>(sg_calloc(1, sizeof *be));
     be->name = "cuda";
     be->ctx = c;

@@ -28,6 +28,8 @@ struct cuda_ctx {
     int att_stored_keys; // attention scores kept in shared memory per row and head (attention.cu)
     int att_teams;       // attention heads per block at most, 0: chosen by rows (attention.cu)
     int gemm_band;       // gemm_band's rows: 0 off, 1 wide products, 2 every product (gemm.cu)
+    int gemm_from_end;   // every product's column tiles from the last one down (gemm.cu)
+    int w2_from_end;     // the next Markov step reads w2 from its end (markov.cu)
 };
 
 // Scratch of at least `bytes`. A smaller one is replaced but stays allocated (graphs captured with
@@ -57,9 +59,13 @@ void launch_dependent(const cuda_ctx *c, void (*k)(P...), dim3 grid, int threads
     CUDA_CHECK(cudaLaunchKernelEx(&cfg, k, args...));
 }
 
-// gemm.cu (cu_gemm_band_setting: a new context's gemm_band)
+// gemm.cu (cu_gemm_band_setting, cu_gemm_from_end_setting: a new context's gemm_band and
+// gemm_from_end)
 int cu_gemm_band_setting(void);
+int cu_gemm_from_end_setting(void);
 void cu_gemm(void *ctx, const bf16 *x, int M, int K, const bf16 *w, int N, void *y, int out_f32);
+void cu_gemm_from_end(cuda_ctx *c, const bf16 *x, int M, int K, const bf16 *w, int N, void *y,
+                      int out_f32, int from_end); // from_end: column tiles last to first
 void cu_gemm_group(void *ctx, const bf16 *x, int M, int K, int n, const bf16 *const *w,
                    const int *N, bf16 *const *y);
 void cu_gemm_swiglu(void *ctx, const bf16 *x, int M, int K, const bf16 *w_gate, const bf16 *w_up,

@@ -48,6 +48,13 @@
 // are 5–50 MB each, read in microseconds, so hiding each one's launch and first-load latency is a
 // large share of its time.
 //
+// cu_gemm_from_end (cuda_internal.h; every product with SG_CUDA_GEMM_FROM_END=1, a test switch)
+// is cu_gemm with the blocks of gemm_split, gemm_band and gemm_tiled taking the column tiles from
+// the last one down (gemm_fold keeps its order): the same bits (a column's reduction does not
+// depend on which block computes it, or when), only the order the weights are read in. Of two
+// products over the same weights in opposite orders, the second finds in L2 what the first read
+// last (the Markov steps' w2, 78 MB against the H200's 60 MB L2: markov.cu).
+//
 // gemm_swiglu (backend.h) is gate and up through gemm_split with the SwiGLU in the fold (a block
 // takes the same columns of both products) up to 16 rows (8 where gemm_band takes the pair), or,
 // past that or where gemm_split does not suit the shape, the two products by the kernels above and
@@ -357,13 +364,22 @@ __device__ __forceinline__ void split_segment(const uint16_t *__restrict__ x, in
 // The products of one gemm_split launch (backend.h gemm_group; a plain gemm is a group of one):
 // product p has weights w[p] [N[p], K] and output y[p] [M, N[p]]; its column tiles (8·NT columns
 // each) are blocks tile_end[p - 1] .. tile_end[p] - 1 (tile_end[-1] = 0; launch_split fills it).
+// from_end: the blocks take the column tiles from the last one down (cu_gemm_from_end).
 struct split_group {
     const uint16_t *w[BE_GEMM_GROUP_MAX];
     void *y[BE_GEMM_GROUP_MAX];
     int N[BE_GEMM_GROUP_MAX];
     int tile_end[BE_GEMM_GROUP_MAX];
     int n;
+    int from_end;
 };
+
+// The column tile (or band, or tile of tiles) that block index b of `count` takes: b, or counted
+// from the end with G.from_end. Blocks start roughly in index order, so from_end reads the weights
+// roughly from their end.
+__device__ __forceinline__ int column_block(const split_group &G, unsigned b, unsigned count) {
+    return (int)(G.from_end ? count - 1 - b : b);
+}
 
 // The product of group G whose column tiles include `tile`: w, y, N and its first tile, set on
 // entry to product 0's (constant indices only: a dynamic one would copy G to local memory).
@@ -454,7 +470,8 @@ __global__ void __launch_bounds__(32 * SPLIT_MAX_WARPS)
     // [V][16·MT][8·NT], V = tb·S (SW: 2S, gate's then up's); then (split_ring) the warps' rings,
     // [W][SPLIT_RING][split_ring_stage] 16-byte pieces (V·TE floats keep them 16-byte aligned)
     extern __shared__ float split_part[];
-    const int tile = RT ? (int)blockIdx.y : tb * (int)blockIdx.x;
+    const int tile = RT ? column_block(G, blockIdx.y, gridDim.y)
+                        : tb * column_block(G, blockIdx.x, gridDim.x);
     int m0 = 0; // the block's first row
     if constexpr (RT) {
         m0 = 16 * MT * (int)blockIdx.x;
@@ -605,8 +622,9 @@ __global__ void __launch_bounds__(tiled_cfg<KG>::THREADS)
     const uint16_t *__restrict__ w = G.w[0];
     void *y = G.y[0];
     int N = G.N[0], first_tile = 0;
-    pick_product(G, (int)blockIdx.y, w, y, N, first_tile);
-    const int m0 = C::BM * (int)blockIdx.x, n0 = C::BN * ((int)blockIdx.y - first_tile);
+    const int col = column_block(G, blockIdx.y, gridDim.y);
+    pick_product(G, col, w, y, N, first_tile);
+    const int m0 = C::BM * (int)blockIdx.x, n0 = C::BN * (col - first_tile);
     uint16_t *ring = tl_smem + g * C::RING;
     float *park = reinterpret_cast<float *>(tl_smem + KG * C::RING); // [KG - 1][FRAGS][GT]
     const int T = (K + TL_CH * KCHUNK - 1) / (TL_CH * KCHUNK), S = (K + KSEG - 1) / KSEG;
@@ -724,8 +742,9 @@ __global__ void __launch_bounds__(32 * BAND_WARPS)
     const uint16_t *__restrict__ w = G.w[0];
     void *y = G.y[0];
     int N = G.N[0], first_tile = 0;
-    pick_product(G, (int)blockIdx.x, w, y, N, first_tile);
-    const int n0 = BAND_BN * ((int)blockIdx.x - first_tile);
+    const int band = column_block(G, blockIdx.x, gridDim.x);
+    pick_product(G, band, w, y, N, first_tile);
+    const int n0 = BAND_BN * (band - first_tile);
     const int U = (K + BAND_CH * KCHUNK - 1) / (BAND_CH * KCHUNK); // stages; segment u / SEG_STAGES
     const tiled_copy<C::BM, C::XT, BAND_CH> xc(x, M, K, 0, threadIdx.x % C::XT);
     const bool x_copier = threadIdx.x < C::XT;
@@ -1060,15 +1079,15 @@ void launch_fold(const cuda_ctx *c, const bf16 *x, int M, int K, const bf16 *w, 
 
 } // namespace
 
-void cu_gemm(void *ctx, const bf16 *x, int M, int K, const bf16 *w, int N, void *y, int out_f32) {
-    cuda_ctx *c = static_cast<cuda_ctx *>(ctx);
+void cu_gemm_from_end(cuda_ctx *c, const bf16 *x, int M, int K, const bf16 *w, int N, void *y,
+                      int out_f32, int from_end) {
     SG_CHECK(M >= 1 && K >= 1 && N >= 1, "gemm shape M %d K %d N %d", M, K, N);
     SG_CHECK((M + 15) / 16 <= 65535, "gemm M %d beyond the grid", M);
     const int vec = K % 8 == 0 && (uintptr_t)x % 16 == 0 && (uintptr_t)w % 16 == 0;
     const int S = (K + KSEG - 1) / KSEG;
     // Every path computes identical bits (see the top of this file); the choice is speed.
     // Few rows: each weight is loaded once, straight into registers, split over K.
-    const split_group G = {{w}, {y}, {N}, {0}, 1};
+    const split_group G = {{w}, {y}, {N}, {0}, 1, from_end};
     if (launch_band_any(c, x, M, K, G, out_f32, vec)) return;
     if (!tiled_over_split(c, M, N) && launch_split_any<false>(c, x, M, K, G, out_f32, vec, S))
         return;
@@ -1076,6 +1095,11 @@ void cu_gemm(void *ctx, const bf16 *x, int M, int K, const bf16 *w, int N, void 
     if (launch_tiled_any(c, x, M, K, G, out_f32, vec)) return;
     // Unaligned x or w, or K % 8 != 0.
     launch_fold<4, 2, 1>(c, x, M, K, w, N, y, out_f32, vec, S);
+}
+
+void cu_gemm(void *ctx, const bf16 *x, int M, int K, const bf16 *w, int N, void *y, int out_f32) {
+    cuda_ctx *c = static_cast<cuda_ctx *>(ctx);
+    cu_gemm_from_end(c, x, M, K, w, N, y, out_f32, c->gemm_from_end);
 }
 
 void cu_gemm_group(void *ctx, const bf16 *x, int M, int K, int n, const bf16 *const *w,
@@ -1093,6 +1117,7 @@ void cu_gemm_group(void *ctx, const bf16 *x, int M, int K, int n, const bf16 *co
         G.N[p] = N[p];
     }
     G.n = n;
+    G.from_end = c->gemm_from_end;
     // One launch of gemm_split or gemm_tiled as cu_gemm would choose; otherwise (unaligned) the
     // products one by one (the same bits either way: every kernel computes the order at the top
     // of this file).
@@ -1113,7 +1138,7 @@ void cu_gemm_swiglu(void *ctx, const bf16 *x, int M, int K, const bf16 *w_gate, 
     // One launch where gemm_split suits the shape and gemm_band does not take it (the SwiGLU in
     // gemm_split's fold); otherwise the two products into scratch, then the SwiGLU kernel: the
     // same bits either way.
-    const split_group G = {{w_gate, w_up}, {out, nullptr}, {N, N}, {0}, 2};
+    const split_group G = {{w_gate, w_up}, {out, nullptr}, {N, N}, {0}, 2, c->gemm_from_end};
     if (!band_over_split(c, M, 2LL * N) &&
         launch_split_any<true>(c, x, M, K, G, 0, vec, (K + KSEG - 1) / KSEG))
         return;
@@ -1128,3 +1153,7 @@ void cu_gemm_swiglu(void *ctx, const bf16 *x, int M, int K, const bf16 *w_gate, 
 
 // A new context's gemm_band: SG_CUDA_GEMM_BAND (0, 1 or 2; band_over_split), 1 when unset.
 int cu_gemm_band_setting(void) { return cu_env_switch("SG_CUDA_GEMM_BAND", 1, 0, 2); }
+
+// A new context's gemm_from_end: SG_CUDA_GEMM_FROM_END (1: every product's column tiles from the
+// last one down, a test switch: the same bits), 0 when unset.
+int cu_gemm_from_end_setting(void) { return cu_env_switch("SG_CUDA_GEMM_FROM_END", 0, 0, 1); }

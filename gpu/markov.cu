@@ -8,6 +8,13 @@
 // two-stage selection of gpu/top2.cu scores U + bias in fp32 on the fly, one partial top-2 per
 // (partition, row); (4) one warp per row merges them and writes the top-2 at (chain, k) and the
 // drafted token at column k+1. The top-2 is exact, so the result does not depend on the grid.
+// Consecutive steps read w2 in opposite orders (cu_gemm_from_end; the context flips the order at
+// every step, also from one loop's last step to the next loop's first), so each finds in L2 what
+// the step before read last; the bits do not depend on the order. Measured on the H200
+// (bench/README.md, twelfth 2026-12-01 session): the bias GEMM 23.2 -> 22.1 us a step (kernel
+// timeline), the Markov loop at 1 request 0.216-0.225 -> 0.207-0.218 ms a round, the ladder
+// (hedge1) 0.209-0.216 -> 0.195-0.201; an L2 persisting window or evict_last hints on part of w2
+// did not help (the persisting window slowed every other phase by taking L2 from them).
 // With a head (r > 0) the four are a chain of programmatic dependents (pdl.h): the gather releases
 // the GEMM only after its wait for the kernel before the step, so every kernel before the step has
 // completed when (3) starts, and (3) reads its row's previous token and prefetches its U row into
@@ -151,7 +158,8 @@ void cu_markov_step(void *ctx, const float *U, int V, const bf16 *w1, const bf16
     const dim3 stage1_grid((unsigned)P, (unsigned)rows);
     if (r > 0) {
         launch_dependent(c, markov_gather, dim3((unsigned)rows), 128, 0, a, (uint16_t *)x);
-        cu_gemm(c, x, rows, r, w2, V, bias, 0);
+        cu_gemm_from_end(c, x, rows, r, w2, V, bias, 0, c->w2_from_end);
+        c->w2_from_end = !c->w2_from_end;
         launch_dependent(c, markov_stage1, stage1_grid, MK_THREADS, 0, a, (const uint16_t *)bias,
                          partials);
     } else {

@@ -6,7 +6,9 @@
 //   the batch, the 2048-row GEMMs' prefixes M in {1, 2, 7, 8, 9, 16, 17, 32, 33, 256, 2048} equal
 //   bitwise, graph replay and reruns equal bitwise; attention also with its scores recomputed past
 //   one tile or from the first key (SG_CUDA_ATT_STORED_KEYS); the GEMMs also with gemm_band off
-//   and on every product width (SG_CUDA_GEMM_BAND).
+//   and on every product width (SG_CUDA_GEMM_BAND), and with every product's column tiles taken
+//   from the last one down (SG_CUDA_GEMM_FROM_END; markov_step alternates the order itself, so its
+//   reruns compare the two orders bitwise).
 // - Memory: allocations are zero-filled, round trips are exact, an impossible allocation is NULL
 //   and leaves the backend usable.
 // - The engine on the committed tiny fixture with the CUDA backend: every request of every gate
@@ -81,6 +83,7 @@ static void unset_switches(void) {
     unsetenv("SG_CUDA_ATT_STORED_KEYS");
     unsetenv("SG_CUDA_ATT_TEAMS");
     unsetenv("SG_CUDA_GEMM_BAND");
+    unsetenv("SG_CUDA_GEMM_FROM_END");
 }
 
 // Attention with fewer stored scores than keys (SG_CUDA_ATT_STORED_KEYS): 128 keeps one tile of
@@ -112,6 +115,16 @@ START_TEST(test_gemm_band_settings) {
                                            "markov_step"};
     static const char *const band[] = {"0", "2"};
     check_ops_with(gemm_ops, 5, "SG_CUDA_GEMM_BAND", band, 2);
+}
+END_TEST
+
+// The GEMM ops with every product's column tiles taken from the last one down
+// (SG_CUDA_GEMM_FROM_END=1: gemm_split with and without row tiles, gemm_band and gemm_tiled over
+// the sweep's row counts), within the order rule and bitwise across row counts all the same.
+START_TEST(test_gemm_from_end) {
+    static const char *const gemm_ops[] = {"gemm", "gemm_logits", "gemm_group", "gemm_swiglu"};
+    static const char *const on[] = {"1"};
+    check_ops_with(gemm_ops, 4, "SG_CUDA_GEMM_FROM_END", on, 1);
 }
 END_TEST
 
@@ -236,6 +249,7 @@ int main(void) {
     tcase_add_test(tc, test_attention_recomputed_scores);
     tcase_add_test(tc, test_attention_heads_per_block);
     tcase_add_test(tc, test_gemm_band_settings);
+    tcase_add_test(tc, test_gemm_from_end);
     tcase_add_test(tc, test_engine_tiny_fixture);
     suite_add_tcase(s, tc);
     return tu_run_no_fork(s);
