@@ -288,6 +288,13 @@ template <int MT, int NT, bool RT>
 __host__ __device__ constexpr bool split_ring() {
     return MT == 1 && NT == 1 && !RT;
 }
+// Ring stages per warp for V items over W warps: one where no warp has a second item (V <= W: a
+// second stage would never be filled and would only take shared memory from other blocks; the
+// one-segment blocks of markov_w2, K = 256: 8 resident blocks per SM instead of 6). Measured on the
+// H200 (bench/README.md, twelfth 2026-12-01 session): ops perf markov_w2 at M = 8 26.4-26.9 ->
+// 24.8-25.2 us, at M = 3 24.1 -> 23.8, at M = 1 unchanged (23.0-23.2 vs 23.2-23.5); the bench's
+// Markov loop moved within its runs' spread.
+__host__ __device__ constexpr int split_ring_stages(int V, int W) { return V > W ? SPLIT_RING : 1; }
 template <int NT>
 __host__ __device__ constexpr int split_ring_stage() { // 16-byte pieces per stage
     return NT * (KSEG / KCHUNK) * 32;
@@ -468,7 +475,8 @@ __global__ void __launch_bounds__(32 * SPLIT_MAX_WARPS)
                int S, int tb) {
     constexpr int TC = 8 * NT, TE = 16 * MT * TC;
     // [V][16·MT][8·NT], V = tb·S (SW: 2S, gate's then up's); then (split_ring) the warps' rings,
-    // [W][SPLIT_RING][split_ring_stage] 16-byte pieces (V·TE floats keep them 16-byte aligned)
+    // [W][split_ring_stages(V, W)][split_ring_stage] 16-byte pieces (V·TE floats keep them 16-byte
+    // aligned)
     extern __shared__ float split_part[];
     const int tile = RT ? column_block(G, blockIdx.y, gridDim.y)
                         : tb * column_block(G, blockIdx.x, gridDim.x);
@@ -494,7 +502,7 @@ __global__ void __launch_bounds__(32 * SPLIT_MAX_WARPS)
         constexpr int STAGE = split_ring_stage<NT>();
         const int lane = threadIdx.x & 31;
         uint4 *ring = reinterpret_cast<uint4 *>(split_part + (size_t)V * TE) +
-                      (size_t)(threadIdx.x >> 5) * SPLIT_RING * STAGE;
+                      (size_t)(threadIdx.x >> 5) * split_ring_stages(V, W) * STAGE;
         // Item u: tile u / VT of the block's, its item u % VT.
         const auto issue = [&](int u, uint4 *stage) {
             split_issue<NT>(item_w<SW>(w, w_up, S, u % VT), N, K, n0 + TC * (u / VT),
@@ -910,11 +918,11 @@ int split_forced_warps(void) {
     return w;
 }
 
-// Shared memory of a gemm_split block of W warps: the parked segments (`park` bytes) and, for the
-// one-row-tile blocks (split_ring), each warp's ring.
+// Shared memory of a gemm_split block of W warps over V items: the parked segments (`park` bytes)
+// and, for the one-row-tile blocks (split_ring), each warp's ring.
 template <int MT, int NT, bool RT>
-size_t split_smem(size_t park, int W) {
-    const size_t ring = (size_t)W * SPLIT_RING * split_ring_stage<NT>() * 16;
+size_t split_smem(size_t park, int W, int V) {
+    const size_t ring = (size_t)W * split_ring_stages(V, W) * split_ring_stage<NT>() * 16;
     return park + (split_ring<MT, NT, RT>() ? ring : 0);
 }
 
@@ -941,7 +949,7 @@ int split_warps(const cuda_ctx *c, int tiles, int S, size_t park) {
         at = n_cached < CACHED ? n_cached++ : (next_slot++ % CACHED);
         smem_of[at] = park;
         for (int W = 1; W <= SPLIT_MAX_WARPS; W++) {
-            const size_t smem = split_smem<MT, NT, RT>(park, W);
+            const size_t smem = split_smem<MT, NT, RT>(park, W, S);
             per_sm_of[at][W] = 0;
             if (smem <= (size_t)smem_optin())
                 CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
@@ -994,7 +1002,7 @@ bool launch_split(const cuda_ctx *c, const bf16 *x, int M, int K, split_group G,
     const int row_tiles = RT ? (M + 16 * MT - 1) / (16 * MT) : 1;
     if (RT && tiles > 65535) return false; // grid y
     const int W = split_warps<MT, HALF, NT, SW, RT>(c, blocks * row_tiles, V, park);
-    const size_t smem = split_smem<MT, NT, RT>(park, W);
+    const size_t smem = split_smem<MT, NT, RT>(park, W, V);
     if (W == 0 || smem > (size_t)smem_optin()) return false;
     const dim3 grid = RT ? dim3((unsigned)row_tiles, (unsigned)tiles) : dim3((unsigned)blocks);
     launch_dependent(c, gemm_split<MT, HALF, NT, SW, RT>, grid, 32 * W, smem, x, M, K, G, out_f32,
