@@ -187,7 +187,9 @@ __global__ void __launch_bounds__(ATT_THREADS * ATT_MAX_TEAMS)
     const int cnt0 = min(ATT_TILE, nk);
     if (threadIdx.x < cnt0) rowoff[0][threadIdx.x] = kv_row(pg, s, threadIdx.x) + off;
     pdl_wait_primary();
-    // The query's loads are issued first and land while the first tile is copied.
+    // The query's loads are issued first; the first tile's copies follow the barrier that publishes
+    // qs, so they start after the query has landed (copies issued first measured no faster at one
+    // row: bench/README.md, tenth and thirteenth 2026-12-01 sessions).
     static_assert(2 * ATT_THREADS >= ATT_MAX_HD, "two query elements per thread");
     const uint16_t *qh = q + (size_t)i * qd + (size_t)h * hd;
     const uint16_t q0 = t < hd ? qh[t] : 0, q1 = t + ATT_THREADS < hd ? qh[t + ATT_THREADS] : 0;
