@@ -596,21 +596,29 @@ static double markov_extra(double u, double b, double S) {
 // prev: with T = max U + Σ_j |w1[prev][j]|·max|w2| (no other score exceeds it), score[a] = T + 2m
 // and score[b] = T + m, m = 1 + 16 × the order rule's allowance at the row's largest |bias| and S
 // (both at most Σ_j |w1[prev][j]|·max|w2|), so a bias in another gemm order cannot flip a top-2 id
-// or order: ids compare exactly, values within the rule.
+// or order: ids compare exactly, values within the rule. edges: the winner at id 0 and the runner-up
+// at V - 1, in the first and the last column tile of the bias's gemm, whatever order the backend
+// takes the tiles in (a tile mapping that skips either one shows as a wrong id or value); else both
+// at random ids.
 static void plant_top2(float *u, int V, const bf16 *w1, const bf16 *w2, int rk, double w2max,
-                       int prev, rng *r) {
+                       int prev, int edges, rng *r) {
     double umax = -INFINITY, bmax = 0;
     for (int v = 0; v < V; v++) umax = fmax(umax, u[v]);
     for (int j = 0; j < rk; j++) bmax += fabsf(bf16_to_f32(w1[(size_t)prev * rk + j])) * w2max;
     double T = umax + bmax, m = 1.0 + 16.0 * (TOL_REL * bmax + markov_extra(T, bmax, bmax));
     int a = rbelow(r, V), b = rbelow(r, V - 1);
     b += b >= a;
+    if (edges) {
+        a = 0;
+        b = V - 1;
+    }
     u[a] = (float)(T + 2 * m - (rk ? markov_bias(w1, w2, rk, prev, a, NULL) : 0));
     u[b] = (float)(T + m - (rk ? markov_bias(w1, w2, rk, prev, b, NULL) : 0));
 }
 
 // p: V, r, tok_stride, s, n_chains. Each row of the call reads its own U row, with a planted
-// top-2 (plant_top2); a chain marked by an earlier NaN, a NaN score and a skipped row.
+// top-2 (plant_top2; row 0's at the edges of the vocabulary); a chain marked by an earlier NaN, a
+// NaN score and a skipped row.
 static void make_markov(ops_case *c, int size, rng *r) {
     static const int V[] = {16, 1000, 151936}, R[] = {0, 20, 256}, rows[] = {3, 6, 9};
     int v = V[size], rk = R[size], ts = 8, s = 2, nch = rows[size] + 1, nu = ts - 1 + rows[size];
@@ -659,7 +667,8 @@ static void make_markov(ops_case *c, int size, rng *r) {
     tok[(size_t)chain[1] * ts + start[1] + s] = -1; // a chain marked by an earlier NaN
     for (int i = 0; i < c->rows; i++) {
         int k = start[i] + s, prev = tok[(size_t)chain[i] * ts + k];
-        if (prev >= 0) plant_top2(U + (size_t)(urow[i] + k) * v, v, w1, w2, rk, w2max, prev, r);
+        if (prev >= 0)
+            plant_top2(U + (size_t)(urow[i] + k) * v, v, w1, w2, rk, w2max, prev, i == 0, r);
     }
     if (c->rows > 3) U[(size_t)(urow[2] + start[2] + s) * v + rbelow(r, v)] = NAN; // a NaN score
     snprintf(c->shape, sizeof c->shape, "rows=%d V=%d rank=%d", c->rows, v, rk);

@@ -12,7 +12,9 @@
 //   twin's (fp32 logits), and so does a bf16 output rounded the other way (one bf16 ULP; for
 //   gemm_swiglu its gate and up); one dropped k term fails (gemm, gemm_logits, gemm_swiglu,
 //   markov_step's top_vals); a logits argmax that differs within both values'
-//   allowances is a reported near tie that passes, one beyond them fails;
+//   allowances is a reported near tie that passes, one beyond them fails; a Markov bias that
+//   leaves out the first or the last column tile of 8 ids fails markov_step's case (its row 0
+//   plants the top-2 at the vocabulary's edges);
 // - perf mode's GEMM table selection (--weight, --rows): parsed and refused with usage errors, and
 //   a selected table run on the CPU backend (wall-clock timers) times exactly the chosen rows.
 // ctest-labels: cpu;unit
@@ -258,6 +260,7 @@ END_TEST
 // ---- the order rule: gemm's own K order (design.md §3) ----
 
 static int drop_k0;     // the planted defect: the k = 0 term left out
+static int skip_tile;   // markov_descending's defect: 1 ids 0..7, 2 ids V-8..V-1 without a bias
 static int toward_zero; // a bf16 output rounded toward zero: one bf16 ULP the other way at most
 
 // Σ_k x[k]·w[k] in fp32 with k descending: another order than the CPU backend's 8 lanes (each
@@ -319,9 +322,12 @@ static void markov_descending(void *ctx, const float *U, int V, const bf16 *w1, 
             continue;
         }
         const float *u = U + (size_t)(u_row[i] + k) * V;
-        for (int v = 0; v < V; v++)
-            score[v] = u[v] + bf16_to_f32(to_bf16(
-                                  dot_descending(w1 + (size_t)prev * r, w2 + (size_t)v * r, r)));
+        for (int v = 0; v < V; v++) {
+            int skipped = (skip_tile == 1 && v < 8) || (skip_tile == 2 && v >= V - 8);
+            score[v] = u[v] + (skipped ? 0.0f
+                                       : bf16_to_f32(to_bf16(dot_descending(
+                                             w1 + (size_t)prev * r, w2 + (size_t)v * r, r))));
+        }
         int32_t at = -k;
         cpu_ops->markov_step(ctx, score, V, NULL, NULL, 0, 1, chain_row + i, &at, start + i,
                              limit + i, s, tokens, tok_stride, top_ids, top_vals);
@@ -423,6 +429,27 @@ START_TEST(test_order_rule_catches_a_dropped_term) {
         cJSON_Delete(json);
     }
     drop_k0 = 0;
+    f->destroy(f);
+    cpu_ops->destroy(cpu_ops);
+}
+END_TEST
+
+// A Markov bias whose gemm leaves out its first or its last column tile of 8 ids (a tile mapping
+// off by one, as a from-the-end order planted with count - b instead of count - 1 - b: twelfth
+// 2026-12-01 session, bench/README.md): top-2 ids at random rarely fall there, so markov_step's
+// case plants row 0's at ids 0 and V - 1, and either defect fails it.
+START_TEST(test_markov_case_covers_edge_tiles) {
+    cpu_ops = cpu_backend_create();
+    sg_backend *f = cpu_backend_create();
+    f->markov_step = markov_descending;
+    for (skip_tile = 1; skip_tile <= 2; skip_tile++) {
+        cJSON *json;
+        ck_assert_msg(run_order("markov_step", f, &json) == SG_EXIT_FAIL,
+                      "markov_step with tile %d left out passed:\n%s", skip_tile, out);
+        ck_assert_msg(strstr(out, "first bad element: top_"), "%s", out);
+        cJSON_Delete(json);
+    }
+    skip_tile = 0;
     f->destroy(f);
     cpu_ops->destroy(cpu_ops);
 }
@@ -596,6 +623,7 @@ int main(void) {
     tcase_add_test(tc, test_catches_faults);
     tcase_add_test(tc, test_order_rule_accepts_another_order);
     tcase_add_test(tc, test_order_rule_catches_a_dropped_term);
+    tcase_add_test(tc, test_markov_case_covers_edge_tiles);
     tcase_add_test(tc, test_order_rule_near_ties);
     tcase_add_test(tc, test_seed_replays);
     tcase_add_test(tc, test_gemm_table_parse);
