@@ -3,13 +3,13 @@
 # control (column_block's from-the-end mapping planted off by one: count - b), GPU ctest, bench,
 # HF transformers baseline on the same weights.
 # build-gpu: final tree; exp/neg: final ops cases + planted bug; exp/negold: ad2b25c's cases + bug
-# Not run (no device was lent for it). To prepare it on the build machine, from the repository root:
-#   git apply bench/results/h200-2026-12-01m/markov_case_edges.patch
+# Not run (no device was lent for it). To prepare it on the build machine, from the repository root
+# (the edge-planted case is in the tree since the thirteenth session's commits):
 #   sed -i 's/G.from_end ? count - 1 - b : b/G.from_end ? count - b : b/' gpu/gemm.cu
 #   cmake --build build-gpu -j2 && mkdir -p exp/neg && cp build-gpu/libsparkgate.so build-gpu/sparkgate exp/neg/
-#   git stash && sed -i 's/G.from_end ? count - 1 - b : b/G.from_end ? count - b : b/' gpu/gemm.cu
+#   git checkout ad2b25c -- gates/ops_cases.c
 #   cmake --build build-gpu -j2 && mkdir -p exp/negold && cp build-gpu/libsparkgate.so build-gpu/sparkgate exp/negold/
-#   git checkout gpu/gemm.cu && git stash pop && cmake --build build-gpu -j2
+#   git checkout HEAD -- gates/ops_cases.c gpu/gemm.cu && cmake --build build-gpu -j2
 # then copy this script to exp/c4.sh and `run` it with carry ["build-gpu", ".deps"]. Expected:
 # markov_step 0 failed on build-gpu and on negold (ad2b25c's case misses the bug), failures on neg.
 export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu:/usr/local/cuda/lib64
