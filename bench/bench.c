@@ -637,6 +637,12 @@ static int run_mode(bench_state *s, int mode, FILE *out) {
         st = until_no_capture(s, e, &tm, &tally, &warm, 0, &warmups);
         const int64_t c1 = captures_of(e);
         if (st == SG_OK) st = run_repeats(s, e, &tm, &tally, r);
+        if (st == SG_OK && r->rounds == 0) // tokens/s and every phase would read 0
+            st = sg_fail(SG_EXIT_USAGE,
+                         "bench: N=%d %s: every request finished within its first step (the "
+                         "prefill and one round, which are not timed), so no round was measured; "
+                         "raise --max-new (now %d)",
+                         r->conc, bench_mode_names[mode], s->o->max_new);
         if (st == SG_OK) st = until_no_capture(s, e, &tm, &tally, r, 1, &r->timed_batches);
         if (st != SG_OK) break;
         r->warmups = warmups;

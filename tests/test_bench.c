@@ -110,6 +110,32 @@ START_TEST(cli_usage_errors) {
 }
 END_TEST
 
+// A --max-new so small that every request ends within its untimed first step (the prefill and one
+// round) leaves no round to measure: refused with exit 2, not printed as 0 tok/s; the rows measured
+// before it stay in the JSON.
+START_TEST(cli_nothing_to_measure) {
+    char dir[512], json[600], args[1024];
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(json, sizeof json, "%s/bench.json", dir);
+    snprintf(args, sizeof args,
+             "bench --fixture tiny --concurrency 1 --modes plain,spec --max-new 4 --json %s", json);
+    int st = tu_run_cli(args, output, sizeof output);
+    ck_assert_msg(st == 2, "exit %d: %s", st, output);
+    ck_assert_ptr_nonnull(strstr(output, "N=1 spec: every request finished within its first step"));
+    ck_assert_ptr_nonnull(strstr(output, "raise --max-new (now 4)"));
+    ck_assert_ptr_null(strstr(output, "   1 spec ")); // no row of zeros
+    cJSON *j = read_json(json);
+    const cJSON *runs = cJSON_GetObjectItemCaseSensitive(j, "runs");
+    ck_assert_int_eq(cJSON_GetArraySize(runs), 1); // plain's row, measured
+    ck_assert(num(cJSON_GetArrayItem(runs, 0), "tokens_per_s") > 0);
+    cJSON_Delete(j);
+    ck_assert_int_eq(tu_run_cli("bench --fixture tiny --concurrency 1 --modes plain --max-new 2",
+                                output, sizeof output),
+                     2);
+    ck_assert_ptr_nonnull(strstr(output, "N=1 plain: every request finished"));
+}
+END_TEST
+
 // --repeat: tokens/s is the median of the passes, between the slowest and the fastest.
 START_TEST(cli_repeats) {
     char dir[512], json[600], args[1024];
@@ -294,6 +320,7 @@ int main(void) {
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, cli_table_and_json);
     tcase_add_test(tc, cli_usage_errors);
+    tcase_add_test(tc, cli_nothing_to_measure);
     tcase_add_test(tc, cli_repeats);
     tcase_add_test(tc, repeats_must_commit_the_same_tokens);
     tcase_add_test(tc, shares_follow_bandwidth);

@@ -55,7 +55,7 @@ START_TEST(test_bench_under_timeline) {
     setenv("SG_TIMELINE_CSV", csv, 1);
     setenv("SG_TIMELINE_ROWS", "0", 1);
     snprintf(args, sizeof args,
-             "bench --backend cuda --fixture %s --concurrency 1 --modes plain,spec --max-new 8 "
+             "bench --backend cuda --fixture %s --concurrency 1 --modes plain,spec --max-new 16 "
              "--repeat 1",
              SG_DEFAULT_FIXTURE);
     int st = tu_run_cli(args, out, sizeof out);
