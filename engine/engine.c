@@ -94,6 +94,11 @@ static int setup(sg_engine *e) {
     if (!o->max_rows) o->max_rows = ENGINE_DEFAULT_MAX_ROWS;
     int span_rows = e->speculate ? e->B + 1 : 1;
     if (!o->max_seqs) o->max_seqs = eng_min(eng_min(o->max_spans, o->max_rows / span_rows), 64);
+    if (span_rows > o->max_rows)
+        return sg_fail(SG_EXIT_USAGE,
+                       "one request's span of up to %d rows does not fit --max-rows %d: raise it "
+                       "to at least %d",
+                       span_rows, o->max_rows, span_rows);
     if (o->max_seqs < 1 || o->max_seqs > o->max_spans || o->max_seqs * span_rows > o->max_rows)
         return sg_fail(SG_EXIT_USAGE,
                        "a batch of %d requests with spans of up to %d rows does not fit --max-rows "

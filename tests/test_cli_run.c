@@ -67,6 +67,8 @@ START_TEST(test_run_rejects_and_errors) {
     // The engine flags reach the engine: 7 rows cannot hold one span of B + 1 = 8 rows, and one
     // verify span per round leaves no room for a hedge chain.
     expect(2, "--max-rows 7", "run sequential --fixture %s --max-rows 7%s", fixture_dir, "");
+    ck_assert_msg(strstr(output, "span of up to 8 rows") && strstr(output, "at least 8"), "%s",
+                  output);
     for (int spans = 0; spans < 2; spans++) {
         expect(0, "total over 6 requests", spans ? "run sequential --fixture %s --hedge-cap 2%s"
                : "run sequential --fixture %s --hedge-cap 2 --max-spans 1%s", fixture_dir, "");
