@@ -37,13 +37,19 @@ static double num(const cJSON *o, const char *name) {
     return x->valuedouble;
 }
 
-START_TEST(cli_table_and_json) {
-    char dir[512], json[600], args[1024];
+// Runs `bench FLAGS --json <a fresh temporary file>` on the CLI: its exit status, the output in
+// `output` and the JSON's path in json [600].
+static int run_bench_json(const char *flags, char *json) {
+    char dir[512], args[1024];
     tu_tmpdir(dir, sizeof dir);
-    snprintf(json, sizeof json, "%s/bench.json", dir);
-    snprintf(args, sizeof args,
-             "bench --backend cpu --fixture tiny --concurrency 1 --max-new 16 --json %s", json);
-    int st = tu_run_cli(args, output, sizeof output);
+    snprintf(json, 600, "%s/bench.json", dir);
+    snprintf(args, sizeof args, "bench %s --json %s", flags, json);
+    return tu_run_cli(args, output, sizeof output);
+}
+
+START_TEST(cli_table_and_json) {
+    char json[600];
+    int st = run_bench_json("--backend cpu --fixture tiny --concurrency 1 --max-new 16", json);
     ck_assert_msg(st == 0, "exit %d: %s", st, output);
     ck_assert_ptr_nonnull(strstr(output, "bandwidth: NOT MEASURED"));
     ck_assert_ptr_nonnull(strstr(output, "tok/s"));
@@ -114,12 +120,8 @@ END_TEST
 // round) leaves no round to measure: refused with exit 2, not printed as 0 tok/s; the rows measured
 // before it stay in the JSON.
 START_TEST(cli_nothing_to_measure) {
-    char dir[512], json[600], args[1024];
-    tu_tmpdir(dir, sizeof dir);
-    snprintf(json, sizeof json, "%s/bench.json", dir);
-    snprintf(args, sizeof args,
-             "bench --fixture tiny --concurrency 1 --modes plain,spec --max-new 4 --json %s", json);
-    int st = tu_run_cli(args, output, sizeof output);
+    char json[600];
+    int st = run_bench_json("--fixture tiny --concurrency 1 --modes plain,spec --max-new 4", json);
     ck_assert_msg(st == 2, "exit %d: %s", st, output);
     ck_assert_ptr_nonnull(strstr(output, "N=1 spec: every request finished within its first step"));
     ck_assert_ptr_nonnull(strstr(output, "raise --max-new (now 4)"));
@@ -138,14 +140,9 @@ END_TEST
 
 // --repeat: tokens/s is the median of the passes, between the slowest and the fastest.
 START_TEST(cli_repeats) {
-    char dir[512], json[600], args[1024];
-    tu_tmpdir(dir, sizeof dir);
-    snprintf(json, sizeof json, "%s/bench.json", dir);
-    snprintf(args, sizeof args,
-             "bench --fixture tiny --concurrency 1,2 --modes plain,spec --max-new 8 --repeat 3 "
-             "--json %s",
-             json);
-    int st = tu_run_cli(args, output, sizeof output);
+    char json[600];
+    int st = run_bench_json(
+        "--fixture tiny --concurrency 1,2 --modes plain,spec --max-new 8 --repeat 3", json);
     ck_assert_msg(st == 0, "exit %d: %s", st, output);
     ck_assert_ptr_nonnull(strstr(output, "tok/s   spr"));
     cJSON *j = read_json(json);
