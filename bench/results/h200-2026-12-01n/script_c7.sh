@@ -1,5 +1,5 @@
 #!/bin/bash
-# 17-64 rows: gemm_split's warps per block forced (4, 6, 8) and gemm_tiled from 17 or 33 rows
+# 16-64 rows: gemm_split's warps per block forced (2, 3, 4, 6, 8), gemm_tiled from 17 or 33 rows, the band off or on every width
 # Outputs kept as sweep_*.txt (p_ renamed).
 export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu:/usr/local/cuda/lib64
 mkdir -p $OUT/r; trap 'cd $OUT && tar czf r.tgz r && rm -rf r' EXIT
