@@ -165,6 +165,28 @@ static int write_text(const char *path, const char *text) {
     return bad ? sg_fail(SG_EXIT_USAGE, "cannot write %s", path) : SG_OK;
 }
 
+// The GEMM goal by M (ops_gemm_goal) as JSON; NULL when no row has a vendor time.
+static cJSON *gemm_goal_json(const gemm_perf_row *gp, int n_gp) {
+    gemm_goal_row goal[OPS_GEMM_MAX_ROWS];
+    const int n = ops_gemm_goal(gp, n_gp, goal);
+    if (n == 0) return NULL;
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddNumberToObject(j, "ratio", GEMM_GOAL_RATIO);
+    cJSON *by = cJSON_AddArrayToObject(j, "by_M");
+    for (int i = 0; i < n; i++) {
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddNumberToObject(x, "M", goal[i].M);
+        cJSON_AddNumberToObject(x, "shapes", goal[i].shapes);
+        cJSON_AddNumberToObject(x, "within", goal[i].within);
+        cJSON_AddNumberToObject(x, "worst_ratio", goal[i].worst);
+        cJSON *b = cJSON_AddArrayToObject(x, "beyond");
+        for (int k = 0; k < goal[i].n_beyond; k++)
+            cJSON_AddItemToArray(b, cJSON_CreateString(gp[goal[i].beyond[k]].weight));
+        cJSON_AddItemToArray(by, x);
+    }
+    return j;
+}
+
 static int write_reports(const ops_options *o, const ops_device *dev, case_result *res, int n,
                          gemm_perf_row *gp, int n_gp, inv_row *inv, int n_inv, int passed) {
     if (o->json) {
@@ -188,6 +210,8 @@ static int write_reports(const ops_options *o, const ops_device *dev, case_resul
                 cJSON_AddNumberToObject(x, "vendor_us", gp[i].vendor_us);
                 cJSON_AddItemToArray(g, x);
             }
+            cJSON *goal = gemm_goal_json(gp, n_gp);
+            if (goal) cJSON_AddItemToObject(root, "gemm_goal", goal);
             cJSON *v = cJSON_AddArrayToObject(root, "row_invariance");
             for (int i = 0; i < n_inv; i++) {
                 cJSON *x = cJSON_CreateObject();

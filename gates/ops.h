@@ -11,7 +11,8 @@
 // {1, 2, 7, 8, 9, 16, 17, 32, 33, 256, 2048} of a 2048-row product), graph vs eager (the op
 // captured in a CUDA graph and replayed, bitwise) and rerun determinism (bitwise). Perf mode times
 // each op (µs, GB/s, TFLOP/s) and the target's GEMM shapes against the vendor library (cuBLAS),
-// whose row invariance across M it also measures.
+// whose row invariance across M it also measures, and prints per M how many shapes take at most
+// 1.10 times the vendor's time (the GEMM goal of bench/README.md).
 //
 // Contract: ops_list, ops_show_coverage and ops_validate need no device. ops_run returns SG_OK when
 // every check passed, SG_EXIT_FAIL when one failed, SG_EXIT_USAGE for options ops_validate refuses.

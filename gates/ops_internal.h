@@ -200,11 +200,27 @@ typedef struct {
     char ours[256], vendor[256];
 } inv_row;
 
+// The GEMM goal of bench/README.md at one M: how many of the table's shapes take at most
+// GEMM_GOAL_RATIO times the vendor library's time (rows without a vendor time do not count).
+#define GEMM_GOAL_RATIO 1.10
+typedef struct {
+    int M;
+    int shapes, within;            // shapes timed against the vendor, those within the ratio
+    double worst;                  // the largest ours / vendor time ratio
+    int beyond[N_PERF_WEIGHTS];    // indices (into the rows) of the shapes beyond the ratio
+    int n_beyond;
+} gemm_goal_row;
+
+// One goal row per M of `rows` that has a vendor time, in the rows' order of M; returns how many
+// (at most OPS_GEMM_MAX_ROWS, the table's M values).
+int ops_gemm_goal(const gemm_perf_row *rows, int n_rows, gemm_goal_row *goal);
+
 // Times c on the backend under test (median µs into res->us); needs dev's timers.
 int ops_perf_case(const ops_case *c, const sg_backend *test, const ops_device *dev,
                   case_result *res);
 // Times the GEMM table's selected weights (t) at its M values, ours and the vendor's, and (with
-// t->invariance) measures both for row invariance across M, printing both tables to out.
+// t->invariance) measures both for row invariance across M, printing both tables to out, and
+// with a vendor library the goal by M (ops_gemm_goal).
 int ops_perf_gemm(const sg_backend *be, const ops_device *dev, uint64_t seed,
                   const ops_gemm_table *t, FILE *out, gemm_perf_row *rows, int *n_rows,
                   inv_row *inv, int *n_inv);

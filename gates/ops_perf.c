@@ -152,6 +152,9 @@ int ops_gemm_table_parse(const char *weights, const char *rows, ops_gemm_table *
         if (t->n_rows == OPS_GEMM_MAX_ROWS)
             return sg_fail(SG_EXIT_USAGE, "ops: --rows %s: at most %d values", rows,
                            OPS_GEMM_MAX_ROWS);
+        for (int i = 0; i < t->n_rows; i++)
+            if (t->rows[i] == v)
+                return sg_fail(SG_EXIT_USAGE, "ops: --rows %s: M %ld is given twice", rows, v);
         t->rows[t->n_rows++] = (int)v;
     }
     return SG_OK;
@@ -181,6 +184,43 @@ static void row_invariance(gemm_timing *g, char *out, size_t n) {
     }
     free(prev);
     free(cur);
+}
+
+int ops_gemm_goal(const gemm_perf_row *rows, int n_rows, gemm_goal_row *goal) {
+    int n = 0;
+    for (int i = 0; i < n_rows; i++) {
+        if (rows[i].vendor_us <= 0) continue;
+        int g = 0;
+        while (g < n && goal[g].M != rows[i].M) g++;
+        if (g == n) goal[n++] = (gemm_goal_row){.M = rows[i].M};
+        gemm_goal_row *r = &goal[g];
+        const double ratio = rows[i].us / rows[i].vendor_us;
+        r->shapes++;
+        if (ratio > r->worst) r->worst = ratio;
+        if (ratio <= GEMM_GOAL_RATIO)
+            r->within++;
+        else
+            r->beyond[r->n_beyond++] = i;
+    }
+    return n;
+}
+
+// The goal lines under the GEMM table: per M, the shapes within the ratio and those beyond it.
+static void print_gemm_goal(FILE *out, const char *vendor, const gemm_perf_row *rows,
+                            int n_rows) {
+    gemm_goal_row goal[OPS_GEMM_MAX_ROWS];
+    const int n = ops_gemm_goal(rows, n_rows, goal);
+    fprintf(out, "\nGEMM goal (bench/README.md): ours within %.0f %% of %s's time, by M:\n",
+            (GEMM_GOAL_RATIO - 1) * 100, vendor);
+    for (int g = 0; g < n; g++) {
+        fprintf(out, "  M=%-5d %d of %d shapes, worst %.2fx", goal[g].M, goal[g].within,
+                goal[g].shapes, goal[g].worst);
+        for (int b = 0; b < goal[g].n_beyond; b++) {
+            const gemm_perf_row *r = &rows[goal[g].beyond[b]];
+            fprintf(out, "%s%s %.2fx", b ? ", " : "; beyond: ", r->weight, r->us / r->vendor_us);
+        }
+        fputc('\n', out);
+    }
 }
 
 int ops_perf_gemm(const sg_backend *be, const ops_device *dev, uint64_t seed,
@@ -254,6 +294,7 @@ int ops_perf_gemm(const sg_backend *be, const ops_device *dev, uint64_t seed,
         be->free(be->ctx, g.x);
         be->free(be->ctx, g.y);
     }
+    if (dev->vendor_gemm) print_gemm_goal(out, dev->vendor_name, rows, *n_rows);
     if (!t->invariance) return SG_OK;
     fprintf(out,
             "\nrow invariance across M in {1..2048} (rows two consecutive M share, bitwise):\n");

@@ -15,8 +15,10 @@
 //   allowances is a reported near tie that passes, one beyond them fails; a Markov bias that
 //   leaves out the first or the last column tile of 8 ids fails markov_step's case (its row 0
 //   plants the top-2 at the vocabulary's edges);
-// - perf mode's GEMM table selection (--weight, --rows): parsed and refused with usage errors, and
-//   a selected table run on the CPU backend (wall-clock timers) times exactly the chosen rows.
+// - perf mode's GEMM table selection (--weight, --rows): parsed and refused with usage errors (a
+//   repeated M too), and a selected table run on the CPU backend (wall-clock timers) times exactly
+//   the chosen rows; with a vendor library (a fake one with set times) the GEMM goal by M is
+//   printed under the table and written to the JSON.
 // ctest-labels: cpu;unit
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -80,6 +82,7 @@ START_TEST(test_usage_errors) {
                                 "ops perf --rows 7x",
                                 "ops perf --rows 1,,2",
                                 "ops perf --rows 1,2,3,4,5,6,7,8,9",
+                                "ops perf --rows 8,1,8",
                                 "ops --rows 1",
                                 "ops check --weight fc",
                                 "ops perf --op add --rows 1"};
@@ -557,6 +560,8 @@ START_TEST(test_gemm_table_parse) {
     ck_assert_ptr_nonnull(strstr(sg_error(), "lm_head")); // the message lists the valid names
     ck_assert_int_eq(ops_gemm_table_parse(NULL, "-1", &t), SG_EXIT_USAGE);
     ck_assert_int_eq(ops_gemm_table_parse(NULL, "", &t), SG_EXIT_USAGE);
+    ck_assert_int_eq(ops_gemm_table_parse(NULL, "8,1,8", &t), SG_EXIT_USAGE);
+    ck_assert_ptr_nonnull(strstr(sg_error(), "M 8 is given twice"));
 }
 END_TEST
 
@@ -574,17 +579,24 @@ static double wall_end_us(const sg_backend *be) {
     return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3 - wall_t0;
 }
 
+// Perf mode's GEMM table selected to k_proj at M = 3 and 1, its JSON report to json (in a fresh
+// temporary folder).
+static ops_options k_proj_table(char *json, size_t n) {
+    char dir[512];
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(json, n, "%s/perf.json", dir);
+    return (ops_options){.perf = 1, .op = "gemm", .size = "tiny", .seed = 2, .json = json,
+                         .gemm_weights = "k_proj", .gemm_rows = "3,1"};
+}
+
 // A selected GEMM table on the CPU backend (wall-clock timers, no vendor library): exactly the
 // chosen weight at the chosen M, in the printed table and the JSON report, and no row-invariance
 // sweep; without a timer perf mode is refused.
 START_TEST(test_gemm_table_selection_runs) {
     sg_backend *a = cpu_backend_create(), *b = cpu_backend_create();
     ops_device dev = {.timer_begin = wall_begin, .timer_end_us = wall_end_us};
-    char dir[512], json[600];
-    tu_tmpdir(dir, sizeof dir);
-    snprintf(json, sizeof json, "%s/perf.json", dir);
-    ops_options o = {.perf = 1, .op = "gemm", .size = "tiny", .seed = 2, .json = json,
-                     .gemm_weights = "k_proj", .gemm_rows = "3,1"};
+    char json[600];
+    ops_options o = k_proj_table(json, sizeof json);
     ck_assert_msg(run_tool_on(&o, a, &dev, b) == SG_OK, "%s\n%s", sg_error(), out);
     int k_rows = 0;
     for (const char *l = strstr(out, "\nk_proj "); l; l = strstr(l + 1, "\nk_proj ")) k_rows++;
@@ -593,6 +605,7 @@ START_TEST(test_gemm_table_selection_runs) {
     ck_assert_ptr_nonnull(strstr(out, "\nk_proj          1   2560    1024"));
     ck_assert_ptr_null(strstr(out, "\nq_proj "));
     ck_assert_ptr_null(strstr(out, "row invariance"));
+    ck_assert_ptr_null(strstr(out, "GEMM goal")); // no vendor library, no goal
     cJSON *root = tu_load_json(json);
     const cJSON *g = cJSON_GetObjectItem(root, "gemm");
     ck_assert_int_eq(cJSON_GetArraySize(g), 2);
@@ -602,10 +615,67 @@ START_TEST(test_gemm_table_selection_runs) {
     ck_assert_int_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(g, 1), "M")->valueint, 1);
     ck_assert(cJSON_GetObjectItem(cJSON_GetArrayItem(g, 1), "us")->valuedouble > 0);
     ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(root, "row_invariance")), 0);
+    ck_assert_ptr_null(cJSON_GetObjectItem(root, "gemm_goal"));
     cJSON_Delete(root);
     ck_assert_int_eq(run_tool_on(&o, a, NULL, b), SG_EXIT_USAGE); // no timers
     ops_options check = {.op = "gemm", .gemm_rows = "1"};          // not perf mode
     ck_assert_int_eq(run_tool(&check, a, b), SG_EXIT_USAGE);
+    a->destroy(a);
+    b->destroy(b);
+}
+END_TEST
+
+// A vendor library whose times the test sets: each timed run of ours reads 40 ms, of the
+// vendor's 40 ms at M = 1 and 32 ms at M = 3 (over 20 ms, so three runs each).
+static int vendor_called, vendor_M;
+static void fake_begin(const sg_backend *be) {
+    (void)be;
+    vendor_called = 0;
+}
+static double fake_end_us(const sg_backend *be) {
+    (void)be;
+    return vendor_called && vendor_M == 3 ? 32000.0 : 40000.0;
+}
+static void fake_vendor_gemm(const sg_backend *be, const bf16 *x, int M, int K, const bf16 *w,
+                             int N, void *y, int out_f32) {
+    (void)be, (void)x, (void)K, (void)w, (void)N, (void)y, (void)out_f32;
+    vendor_called = 1;
+    vendor_M = M;
+}
+
+// The GEMM goal under the table and in the JSON: per M, the shapes within 10 % of the vendor's
+// time and those beyond it, with their ratio (ours 1.25x the vendor's at M = 3, 1.00x at M = 1).
+START_TEST(test_gemm_goal_by_m) {
+    sg_backend *a = cpu_backend_create(), *b = cpu_backend_create();
+    ops_device dev = {.timer_begin = fake_begin,
+                      .timer_end_us = fake_end_us,
+                      .vendor_gemm = fake_vendor_gemm,
+                      .vendor_name = "fakeBLAS"};
+    char json[600];
+    ops_options o = k_proj_table(json, sizeof json);
+    ck_assert_msg(run_tool_on(&o, a, &dev, b) == SG_OK, "%s\n%s", sg_error(), out);
+    ck_assert_msg(strstr(out, "\nGEMM goal (bench/README.md): ours within 10 % of fakeBLAS's time, "
+                              "by M:\n"
+                              "  M=3     0 of 1 shapes, worst 1.25x; beyond: k_proj 1.25x\n"
+                              "  M=1     1 of 1 shapes, worst 1.00x\n"),
+                  "%s", out);
+    cJSON *root = tu_load_json(json);
+    const cJSON *goal = cJSON_GetObjectItem(root, "gemm_goal");
+    ck_assert_ptr_nonnull(goal);
+    ck_assert_double_eq_tol(cJSON_GetObjectItem(goal, "ratio")->valuedouble, 1.1, 1e-12);
+    const cJSON *by = cJSON_GetObjectItem(goal, "by_M");
+    ck_assert_int_eq(cJSON_GetArraySize(by), 2);
+    const cJSON *m3 = cJSON_GetArrayItem(by, 0), *m1 = cJSON_GetArrayItem(by, 1);
+    ck_assert_int_eq(cJSON_GetObjectItem(m3, "M")->valueint, 3);
+    ck_assert_int_eq(cJSON_GetObjectItem(m3, "shapes")->valueint, 1);
+    ck_assert_int_eq(cJSON_GetObjectItem(m3, "within")->valueint, 0);
+    ck_assert_double_eq_tol(cJSON_GetObjectItem(m3, "worst_ratio")->valuedouble, 1.25, 1e-12);
+    ck_assert_str_eq(cJSON_GetArrayItem(cJSON_GetObjectItem(m3, "beyond"), 0)->valuestring,
+                     "k_proj");
+    ck_assert_int_eq(cJSON_GetObjectItem(m1, "M")->valueint, 1);
+    ck_assert_int_eq(cJSON_GetObjectItem(m1, "within")->valueint, 1);
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(m1, "beyond")), 0);
+    cJSON_Delete(root);
     a->destroy(a);
     b->destroy(b);
 }
@@ -627,6 +697,7 @@ int main(void) {
     tcase_add_test(tc, test_order_rule_near_ties);
     tcase_add_test(tc, test_seed_replays);
     tcase_add_test(tc, test_gemm_table_parse);
+    tcase_add_test(tc, test_gemm_goal_by_m);
     tcase_add_test(tc, test_gemm_table_selection_runs);
     suite_add_tcase(s, tc);
     return tu_run(s);
