@@ -1,7 +1,8 @@
 // gates/ops_perf.c: perf mode of the bring-up tool (ops_internal.h): the median time of a case on
 // the backend under test, and the GEMM table (ops.h): the Qwen3-4B gemm shapes (and lm_head) at
 // the M of the table, ours against the vendor library's (cuBLAS), with the row invariance across M
-// of both; ops_gemm_table_parse selects its weights and M values.
+// of both and the GEMM goal by M (ops_gemm_goal); ops_gemm_table_parse selects its weights and M
+// values.
 //
 // Contract: needs the device's timers (ops_run refuses perf mode without them); a NULL
 // vendor_gemm leaves the vendor columns at zero and its invariance "(no vendor library)".
