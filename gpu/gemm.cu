@@ -245,15 +245,9 @@ constexpr int SPLIT_MAX_WARPS = 8;
 constexpr int SPLIT_MIN_WARPS = 4; // split_warps' floor
 
 // A warp's registers, per tile shape (measured on the H200 with ops perf, bench/README.md):
-// whether its weights are double-buffered (the next item's in flight during an mma chain), and
-// how many chunks' A fragments (x) are loaded together (the ring's tiles, split_ring, load a
-// segment's at once). One-row tiles and the 32 × 16 tile keep the second weight set; the 32 × 8
-// and 64 × 8 tiles (long K, 33-64 rows) give it up for more of x in flight, which their time is
-// bound by (M = 32 down 33.4 -> 30.6 us; M = 64 down 75.7 -> 72.5, lm_head 790 -> 717).
-template <int MT, int NT>
-__host__ __device__ constexpr bool split_double_buffer() {
-    return MT == 1 || NT == 2;
-}
+// whether its weights are double-buffered (the next item's in flight during an mma chain:
+// gemm_split's WB2, chosen by launch_split), and how many chunks' A fragments (x) are loaded
+// together (the ring's tiles, split_ring, load a segment's at once).
 template <int MT, int NT>
 __host__ __device__ constexpr int split_a_batch() {
     return MT == 1 ? 2 : MT == 2 ? (NT == 2 ? 1 : 4) : 2;
@@ -416,9 +410,9 @@ __device__ __forceinline__ int item_s(int S, int v) {
 }
 
 // Warp items v, v + W, ... of a gemm_split block (below) with their weights straight into
-// registers: the next item's in flight during an mma chain (two register sets, alternating; one set
-// for the tiles split_double_buffer names), the first issued before pdl_wait_primary.
-template <int MT, bool HALF, int NT, bool SW>
+// registers: the next item's in flight during an mma chain (WB2: two register sets, alternating;
+// else one), the first issued before pdl_wait_primary.
+template <int MT, bool HALF, int NT, bool SW, bool WB2>
 __device__ __forceinline__ void split_stream_registers(const uint16_t *__restrict__ x, int M, int K,
                                                        const uint16_t *__restrict__ w,
                                                        const uint16_t *__restrict__ w_up, int N,
@@ -428,7 +422,7 @@ __device__ __forceinline__ void split_stream_registers(const uint16_t *__restric
     uint4 b0[NT][KSEG / KCHUNK], b1[NT][KSEG / KCHUNK];
     if (v < V) split_load<NT>(item_w<SW>(w, w_up, S, v), N, K, n0, item_s<SW>(S, v), b0);
     pdl_wait_primary();
-    if constexpr (!split_double_buffer<MT, NT>()) {
+    if constexpr (!WB2) {
         // One register set: the next item's weights are requested after this one's mma chain.
         while (v < V) {
             split_segment<MT, HALF, NT>(x, M, K, item_s<SW>(S, v),
@@ -448,7 +442,7 @@ __device__ __forceinline__ void split_stream_registers(const uint16_t *__restric
                                     split_part + (size_t)v * TE);
         v += W;
     };
-    while (split_double_buffer<MT, NT>() && v < V) {
+    while (WB2 && v < V) {
         step(b0, b1);
         if (v >= V) break;
         step(b1, b0);
@@ -467,9 +461,10 @@ __device__ __forceinline__ void split_stream_registers(const uint16_t *__restric
 // tile b, the row tiles of a column tile launched next to each other (blockIdx.x fastest) so its
 // weights come from DRAM about once. tb > 1 (split_tiles_per_block; ring blocks of one product
 // only): block b takes column tiles tb·b .. tb·b + tb - 1, its items being each tile's segments in
-// turn (item v: tile v / S, segment v % S), folded per tile. Needs K % 8 == 0 and 16-byte aligned x
+// turn (item v: tile v / S, segment v % S), folded per tile. WB2: two weight register sets
+// (split_stream_registers; the ring's tiles ignore it). Needs K % 8 == 0 and 16-byte aligned x
 // and w.
-template <int MT, bool HALF, int NT, bool SW, bool RT>
+template <int MT, bool HALF, int NT, bool SW, bool RT, bool WB2>
 __global__ void __launch_bounds__(32 * SPLIT_MAX_WARPS)
     gemm_split(const uint16_t *__restrict__ x, int M, int K, const split_group G, int out_f32,
                int S, int tb) {
@@ -533,7 +528,8 @@ __global__ void __launch_bounds__(32 * SPLIT_MAX_WARPS)
             cp_async_commit();
         }
     } else {
-        split_stream_registers<MT, HALF, NT, SW>(x, M, K, w, w_up, N, n0, S, V, W, v, split_part);
+        split_stream_registers<MT, HALF, NT, SW, WB2>(x, M, K, w, w_up, N, n0, S, V, W, v,
+                                                      split_part);
     }
     __syncthreads();
     for (int f = threadIdx.x; f < tb * TE; f += blockDim.x) {
@@ -934,7 +930,7 @@ size_t split_smem(size_t park, int W, int V) {
 // the many-wave launches (gate/up, q/k/v, the head), which measured slower in a decode than 4-5
 // (likely: a tile's rows requested in more, smaller pieces over time). Measured on the H200
 // against fixed W and without the floor (bench/README.md). 0: no W's shared memory fits.
-template <int MT, bool HALF, int NT, bool SW, bool RT>
+template <int MT, bool HALF, int NT, bool SW, bool RT, bool WB2>
 int split_warps(const cuda_ctx *c, int tiles, int S, size_t park) {
     if (split_forced_warps()) return split_forced_warps() < S ? split_forced_warps() : S;
     // Resident blocks per SM by warps (index W) for each shared-memory size asked for (one per K
@@ -953,7 +949,7 @@ int split_warps(const cuda_ctx *c, int tiles, int S, size_t park) {
             per_sm_of[at][W] = 0;
             if (smem <= (size_t)smem_optin())
                 CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                    &per_sm_of[at][W], gemm_split<MT, HALF, NT, SW, RT>, 32 * W, smem));
+                    &per_sm_of[at][W], gemm_split<MT, HALF, NT, SW, RT, WB2>, 32 * W, smem));
         }
     }
     const int *per_sm = per_sm_of[at];
@@ -986,28 +982,57 @@ int split_tiles_per_block(int n_products, int S) {
     return S < SPLIT_MIN_WARPS ? (SPLIT_MIN_WARPS + S - 1) / S : 1;
 }
 
-// Launches gemm_split for group G (w, y, N and n set; the column tiles are filled here) when x
-// and w allow 16-byte loads and its shared memory fits; false otherwise. SW: G is gate and up of
-// one N (gemm_swiglu), a tile covers both, its block has 2S items. RT: a block per 16·MT rows.
-template <int MT, bool HALF, int NT, bool SW, bool RT = false>
-bool launch_split(const cuda_ctx *c, const bf16 *x, int M, int K, split_group G, int out_f32,
-                  int vec, int S) {
+// launch_split's launch of gemm_split with WB2 weight register sets, over `tiles` column tiles
+// (G's filled) of tb per block.
+template <int MT, bool HALF, int NT, bool SW, bool RT, bool WB2>
+bool launch_split_sets(const cuda_ctx *c, const bf16 *x, int M, int K, const split_group &G,
+                       int out_f32, int S, int tiles, int tb, size_t park) {
     static int smem_set = 0; // once per instantiation
-    const int tb = split_tiles_per_block<MT, NT, SW, RT>(G.n, S);
-    const int V = (SW ? 2 * S : S) * tb;
-    const size_t park = (size_t)V * 16 * MT * 8 * NT * sizeof(float);
-    if (!vec || M > split_max_m() || park > (size_t)smem_optin()) return false;
-    allow_smem_once(gemm_split<MT, HALF, NT, SW, RT>, smem_optin(), smem_set);
-    const int tiles = (int)group_tiles(G, SW ? 1 : G.n, 8 * NT), blocks = (tiles + tb - 1) / tb;
+    allow_smem_once(gemm_split<MT, HALF, NT, SW, RT, WB2>, smem_optin(), smem_set);
+    const int V = (SW ? 2 * S : S) * tb, blocks = (tiles + tb - 1) / tb;
     const int row_tiles = RT ? (M + 16 * MT - 1) / (16 * MT) : 1;
-    if (RT && tiles > 65535) return false; // grid y
-    const int W = split_warps<MT, HALF, NT, SW, RT>(c, blocks * row_tiles, V, park);
+    const int W = split_warps<MT, HALF, NT, SW, RT, WB2>(c, blocks * row_tiles, V, park);
     const size_t smem = split_smem<MT, NT, RT>(park, W, V);
     if (W == 0 || smem > (size_t)smem_optin()) return false;
     const dim3 grid = RT ? dim3((unsigned)row_tiles, (unsigned)tiles) : dim3((unsigned)blocks);
-    launch_dependent(c, gemm_split<MT, HALF, NT, SW, RT>, grid, 32 * W, smem, x, M, K, G, out_f32,
-                     S, tb);
+    launch_dependent(c, gemm_split<MT, HALF, NT, SW, RT, WB2>, grid, 32 * W, smem, x, M, K, G,
+                     out_f32, S, tb);
     return true;
+}
+
+// Launches gemm_split for group G (w, y, N and n set; the column tiles are filled here) when x
+// and w allow 16-byte loads and its shared memory fits; false otherwise. SW: G is gate and up of
+// one N (gemm_swiglu), a tile covers both, its block has 2S items. RT: a block per 16·MT rows.
+// Weight register sets (WB2; the second holds 64 registers a thread): 8-column tiles keep two for
+// one row tile and give it up for the 32 × 8 and 64 × 8 tiles (long K, 33-64 rows) for more of x
+// in flight, which their time is bound by (M = 32 down 33.4 -> 30.6 us; M = 64 down 75.7 -> 72.5,
+// lm_head 790 -> 717). 16-column tiles keep two only where the launch has fewer tiles than the
+// device has SMs or, for the 16 × 16 tile, K > 4096 (more than 16 segments a tile): with a tile
+// per SM and more, two sets (222-254 registers, two blocks of 4 warps per SM) leave a launch short
+// of warps rather than of weights in flight, and short-K warps have too few items for the second
+// set to overlap much. Measured on the H200 (fifteenth 2026-12-01 session, bench/README.md): ops
+// perf at 32 rows o_proj 16.4 -> 12.7 us, q_proj 12.8 -> 11.6; at 15 rows o_proj 10.6 -> 10.2,
+// q_proj 9.2 -> 9.5, down_proj with one set 22.2 -> 23.8 (why long K keeps two); k_proj alone
+// (64 tiles) with one set 5.9 -> 8.1; decode (bench, three alternating pairs, tok/s) spec at 4
+// requests 1432.6 -> 1477.8, hedge1 at 1 649.5 -> 662.3, hedge3 at 1 536.2 -> 557.1.
+template <int MT, bool HALF, int NT, bool SW, bool RT = false>
+bool launch_split(const cuda_ctx *c, const bf16 *x, int M, int K, split_group G, int out_f32,
+                  int vec, int S) {
+    const int tb = split_tiles_per_block<MT, NT, SW, RT>(G.n, S);
+    const size_t park = (size_t)(SW ? 2 * S : S) * tb * 16 * MT * 8 * NT * sizeof(float);
+    if (!vec || M > split_max_m() || park > (size_t)smem_optin()) return false;
+    const int tiles = (int)group_tiles(G, SW ? 1 : G.n, 8 * NT);
+    if (RT && tiles > 65535) return false; // grid y
+    if constexpr (NT == 1) { // 8 columns: two sets for one row tile, one for taller tiles
+        return launch_split_sets<MT, HALF, NT, SW, RT, MT == 1>(c, x, M, K, G, out_f32, S, tiles,
+                                                                 tb, park);
+    } else {
+        if (tiles >= c->sm_count && (MT == 2 || S <= 16))
+            return launch_split_sets<MT, HALF, NT, SW, RT, false>(c, x, M, K, G, out_f32, S, tiles,
+                                                                  tb, park);
+        return launch_split_sets<MT, HALF, NT, SW, RT, true>(c, x, M, K, G, out_f32, S, tiles, tb,
+                                                             park);
+    }
 }
 
 // gemm_split for the group at its M (false: M or the alignment does not suit it). From 9 rows a
