@@ -8,7 +8,7 @@
 // written next to the op with its reason; the first bad element is printed. It also checks, on the
 // backend under test: guard zones around every output (out-of-bounds writes), batch invariance
 // (each row run alone equals the row inside the batch, bitwise; for gemm also every prefix M in
-// {1, 2, 7, 8, 9, 16, 17, 32, 33, 256, 2048} of a 2048-row product), graph vs eager (the op
+// {1, 2, 7, 8, 9, 16, 17, 32, 33, 64, 65, 256, 2048} of a 2048-row product), graph vs eager (the op
 // captured in a CUDA graph and replayed, bitwise) and rerun determinism (bitwise). Perf mode times
 // each op (µs, GB/s, TFLOP/s) and the target's GEMM shapes against the vendor library (cuBLAS),
 // whose row invariance across M it also measures, and prints per M how many shapes take at most

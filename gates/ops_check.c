@@ -21,7 +21,7 @@
 #include "ops_internal.h"
 
 // The prefix row counts of the gemm sweep (design.md §3: one K order for every M).
-static const int sweep_M[] = {1, 2, 7, 8, 9, 16, 17, 32, 33, 256, 2048};
+static const int sweep_M[] = {1, 2, 7, 8, 9, 16, 17, 32, 33, 64, 65, 256, 2048};
 #define N_SWEEP ((int)(sizeof sweep_M / sizeof sweep_M[0]))
 
 // ---- running a case on one backend ----

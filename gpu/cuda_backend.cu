@@ -110,6 +110,7 @@ void cu_destroy(sg_backend *be) {
     CUDA_CHECK(cudaStreamSynchronize(c->stream));
     if (c->cublas) cublasDestroy(static_cast<cublasHandle_t>(c->cublas));
     if (c->scratch) CUDA_CHECK(cudaFree(c->scratch));
+    if (c->park) CUDA_CHECK(cudaFree(c->park));
     for (int i = 0; i < c->n_old_scratch; i++) CUDA_CHECK(cudaFree(c->old_scratch[i]));
     free(c->old_scratch);
     CUDA_CHECK(cudaEventDestroy(c->t0));
@@ -127,26 +128,38 @@ int cu_env_switch(const char *name, int dflt, int lo, int hi) {
     return v < lo ? lo : v > hi ? hi : (int)v;
 }
 
-// A captured graph keeps the scratch address it was captured with, so a superseded buffer stays
+namespace {
+
+// A captured graph keeps the buffer address it was captured with, so a superseded buffer stays
 // allocated until the backend is destroyed (at most about the final size again, as it doubles).
-void *cuda_scratch(cuda_ctx *c, size_t bytes) {
-    if (bytes <= c->scratch_bytes) return c->scratch;
+void *grow_buffer(cuda_ctx *c, void *&buf, size_t &have, size_t bytes, const char *what) {
+    if (bytes <= have) return buf;
     cudaStreamCaptureStatus cs;
     CUDA_CHECK(cudaStreamIsCapturing(c->stream, &cs));
     SG_CHECK(cs == cudaStreamCaptureStatusNone,
-             "scratch must grow from %zu to %zu bytes during a graph capture: run the captured "
-             "ops eagerly first", c->scratch_bytes, bytes);
-    size_t want = c->scratch_bytes * 2 > bytes ? c->scratch_bytes * 2 : bytes;
-    if (c->scratch) {
+             "%s must grow from %zu to %zu bytes during a graph capture: run the captured ops "
+             "eagerly first", what, have, bytes);
+    size_t want = have * 2 > bytes ? have * 2 : bytes;
+    if (buf) {
         void **old = static_cast<void **>(sg_calloc((size_t)c->n_old_scratch + 1, sizeof *old));
         if (c->n_old_scratch) memcpy(old, c->old_scratch, sizeof *old * (size_t)c->n_old_scratch);
-        old[c->n_old_scratch++] = c->scratch;
+        old[c->n_old_scratch++] = buf;
         free(c->old_scratch);
         c->old_scratch = old;
     }
-    CUDA_CHECK(cudaMalloc(&c->scratch, want));
-    c->scratch_bytes = want;
-    return c->scratch;
+    CUDA_CHECK(cudaMalloc(&buf, want));
+    have = want;
+    return buf;
+}
+
+} // namespace
+
+void *cuda_scratch(cuda_ctx *c, size_t bytes) {
+    return grow_buffer(c, c->scratch, c->scratch_bytes, bytes, "scratch");
+}
+
+void *cuda_gemm_park(cuda_ctx *c, size_t bytes) {
+    return grow_buffer(c, c->park, c->park_bytes, bytes, "the GEMM park");
 }
 
 // ---- graph capture (backend.h hooks; also the bring-up tool's capture_begin / end_replay) ----

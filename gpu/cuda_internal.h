@@ -18,10 +18,13 @@ struct cuda_ctx {
     int sm_count;
     cudaStream_t stream;
     // Scratch for two-stage selections (top2.cu, markov.cu) and gemm_swiglu's unfused path
-    // (gemm.cu): grown on the host before a launch.
+    // (gemm.cu), and gemm_tiled's parked segment values (gemm.cu: a GEMM's x or y may be in the
+    // scratch): grown on the host before a launch.
     void *scratch;
     size_t scratch_bytes;
-    void **old_scratch; // superseded scratch buffers: captured graphs may still use them; freed
+    void *park;
+    size_t park_bytes;
+    void **old_scratch; // superseded buffers of both: captured graphs may still use them; freed
     int n_old_scratch;  // when the backend is destroyed
     cudaEvent_t t0, t1;
     void *cublas; // cublasHandle_t, made on first use of cuda_vendor_gemm
@@ -36,6 +39,8 @@ struct cuda_ctx {
 // it may still run) until the backend is destroyed; growing during a stream capture is an internal
 // error (SG_CHECK): the eager run of the same ops sizes it first.
 void *cuda_scratch(cuda_ctx *c, size_t bytes);
+// The same for gemm_tiled's parked segment values (a buffer of its own).
+void *cuda_gemm_park(cuda_ctx *c, size_t bytes);
 
 // A measurement or test switch from the environment: `dflt` when unset, else clamped to lo .. hi.
 int cu_env_switch(const char *name, int dflt, int lo, int hi);

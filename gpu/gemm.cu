@@ -26,7 +26,7 @@
 //     aligned): a block per 64 columns of y and all its rows, x and w staged through a ring of
 //     shared-memory stages (cp.async), each of its 4 warps 16 columns of every row, so x is read
 //     once per 64 columns; the block folds the segments in s order in registers.
-//   gemm_split (up to 64 rows, SG_CUDA_GEMM_SPLIT_MAX_M to change or 0 to turn off; K % 8 == 0,
+//   gemm_split (up to 32 rows, SG_CUDA_GEMM_SPLIT_MAX_M to lower or 0 to turn off; K % 8 == 0,
 //     16-byte aligned): a block per 8 columns of y (16 from 9 rows: launch_split_any; of one
 //     product of a gemm_group; several tiles of 8 for short K: split_tiles_per_block), its W
 //     warps (split_warps: a model of waves and segments per warp) taking the segments s ≡ warp
@@ -34,12 +34,15 @@
 //     ring per warp, split_ring), the next segment's in flight while one is computed; the block
 //     folds the segments in s order. Several blocks share an SM, so one's fold overlaps the
 //     others' loads. No persistent state.
-//   gemm_tiled (past 64 rows, from 17 for wide products that gemm_band does not take:
+//   gemm_tiled (past 32 rows, from 17 for wide products that gemm_band does not take:
 //     tiled_over_split; and where gemm_split is off; K % 8 == 0, 16-byte aligned): a block per
-//     64 × 64 tile of y, x and w staged through rings of shared-memory stages (cp.async) so each is read once per block, each warp
-//     a 32 × 32 tile; with two K groups (launch_tiled_any: few tiles) group g computes the
-//     segments s ≡ g (mod 2) and group 0 folds them in s order, in registers. The row tiles of a
-//     column tile are adjacent blocks, so w comes from DRAM about once.
+//     64 × 64 tile of y, x and w staged through rings of shared-memory stages (cp.async) so each
+//     is read once per block, each warp a 32 × 32 tile; with two K groups (launch_tiled_any: few
+//     tiles) group g computes the segments s ≡ g (mod 2) and group 0 folds them in s order, in
+//     registers; for one row tile of fewer tiles than SMs, a K split over P blocks per tile
+//     instead: block p computes the segments s ≡ p (mod P) and parks each one's values in global
+//     memory (cuda_gemm_park), and gemm_park_fold, launched after it, folds them in s order. The
+//     row tiles of a column tile are adjacent blocks, so w comes from DRAM about once.
 //   gemm_fold (unaligned x or w, or K % 8 != 0): a warp owns a tile and walks every segment
 //     itself, folding in registers.
 // All are launched as programmatic dependents (pdl.h): their blocks may start while the kernel
@@ -278,9 +281,9 @@ __device__ __forceinline__ void split_load(const uint16_t *__restrict__ w, int N
 // session: rings for the 8-column tiles of 9-16 and 17-32 rows, and weight rows brought by bulk
 // copies (cp.async.bulk, one per row and segment, an mbarrier per stage).
 constexpr int SPLIT_RING = 2;
-template <int MT, int NT, bool RT>
+template <int MT, int NT>
 __host__ __device__ constexpr bool split_ring() {
-    return MT == 1 && NT == 1 && !RT;
+    return MT == 1 && NT == 1;
 }
 // Ring stages per warp for V items over W warps: one where no warp has a second item (V <= W: a
 // second stage would never be filled and would only take shared memory from other blocks; the
@@ -457,14 +460,12 @@ __device__ __forceinline__ void split_stream_registers(const uint16_t *__restric
 // NT > 1 reads each A fragment (x) once for NT column tiles (taller M: x's loads outnumber the
 // weights'). SW (gemm_swiglu): the group is gate and up of one N, block b takes the same columns of
 // both (its items: gate's S segments, then up's), folds each, rounds them as gemm does and writes
-// their SwiGLU to y[0]. RT (row tiles, M > 16·MT): block (r, b) takes rows 16·MT·r .. of column
-// tile b, the row tiles of a column tile launched next to each other (blockIdx.x fastest) so its
-// weights come from DRAM about once. tb > 1 (split_tiles_per_block; ring blocks of one product
+// their SwiGLU to y[0]. tb > 1 (split_tiles_per_block; ring blocks of one product
 // only): block b takes column tiles tb·b .. tb·b + tb - 1, its items being each tile's segments in
 // turn (item v: tile v / S, segment v % S), folded per tile. WB2: two weight register sets
 // (split_stream_registers; the ring's tiles ignore it). Needs K % 8 == 0 and 16-byte aligned x
 // and w.
-template <int MT, bool HALF, int NT, bool SW, bool RT, bool WB2>
+template <int MT, bool HALF, int NT, bool SW, bool WB2>
 __global__ void __launch_bounds__(32 * SPLIT_MAX_WARPS)
     gemm_split(const uint16_t *__restrict__ x, int M, int K, const split_group G, int out_f32,
                int S, int tb) {
@@ -473,14 +474,7 @@ __global__ void __launch_bounds__(32 * SPLIT_MAX_WARPS)
     // [W][split_ring_stages(V, W)][split_ring_stage] 16-byte pieces (V·TE floats keep them 16-byte
     // aligned)
     extern __shared__ float split_part[];
-    const int tile = RT ? column_block(G, blockIdx.y, gridDim.y)
-                        : tb * column_block(G, blockIdx.x, gridDim.x);
-    int m0 = 0; // the block's first row
-    if constexpr (RT) {
-        m0 = 16 * MT * (int)blockIdx.x;
-        x += (size_t)m0 * K;
-        M = min(M - m0, 16 * MT);
-    }
+    const int tile = tb * column_block(G, blockIdx.x, gridDim.x);
     // The block's product (SW: gate, with up beside it).
     const uint16_t *__restrict__ w = G.w[0];
     const uint16_t *__restrict__ w_up = SW ? G.w[1] : nullptr;
@@ -491,7 +485,7 @@ __global__ void __launch_bounds__(32 * SPLIT_MAX_WARPS)
     const int W = blockDim.x >> 5, VT = SW ? 2 * S : S, V = VT * tb; // items: a tile's, all
     int v = threadIdx.x >> 5;
     pdl_allow_dependents();
-    if constexpr (split_ring<MT, NT, RT>()) {
+    if constexpr (split_ring<MT, NT>()) {
         // Items v + r·W in stage r, all issued before pdl_wait_primary, then each stage refilled
         // with the item SPLIT_RING·W on once its segment is computed.
         constexpr int STAGE = split_ring_stage<NT>();
@@ -539,12 +533,12 @@ __global__ void __launch_bounds__(32 * SPLIT_MAX_WARPS)
         float val = part[e];
         for (int ss = 1; ss < S; ss++) val = __fadd_rn(val, part[ss * TE + e]);
         if (!SW) {
-            store_out(y, out_f32, N, m0 + m, n, val);
+            store_out(y, out_f32, N, m, n, val);
             continue;
         }
         float up = part[S * TE + e];
         for (int ss = 1; ss < S; ss++) up = __fadd_rn(up, part[(S + ss) * TE + e]);
-        static_cast<uint16_t *>(y)[(size_t)(m0 + m) * N + n] =
+        static_cast<uint16_t *>(y)[(size_t)m * N + n] =
             d_swiglu(d_f32_to_bf16(val), d_f32_to_bf16(up));
     }
 }
@@ -605,8 +599,29 @@ struct tiled_copy {
     }
 };
 
+// A warp's 32 × 32 tile of fragment values acc[NT][MT][4] into a row-major tile of `ld` columns at
+// rows wm + frag_row (those below `rows`), columns wn + frag_col (adjacent values as pairs).
+template <int MT, int NT>
+__device__ __forceinline__ void park_tile_frags(float *__restrict__ tile, int ld, int rows, int wm,
+                                                int wn, const float (&acc)[NT][MT][4]) {
+#pragma unroll
+    for (int j = 0; j < NT; j++)
+#pragma unroll
+        for (int i = 0; i < MT; i++)
+#pragma unroll
+            for (int e = 0; e < 4; e += 2) {
+                const int r = wm + frag_row(i, e);
+                if (r < rows)
+                    *reinterpret_cast<float2 *>(tile + (size_t)r * ld + wn + frag_col(j, e)) =
+                        make_float2(acc[j][i][e], acc[j][i][e + 1]);
+            }
+}
+
 // Block (r, b) computes rows BM·r .. and columns BN·b .. (of its product of the group: launch_tiled
-// lays the products' column tiles end to end) of y. Each element's segment values are
+// lays the products' column tiles end to end) of y; with KS (a K split over blocks, one K group)
+// block (r, b, p) computes the segments s ≡ p (mod P = gridDim.z) of that tile and parks each
+// segment's values, rows below M, in kpark [tile b · row tiles + r][S][BM][BN], for
+// gemm_park_fold to fold. Each element's segment values are
 // segment_mma's mma chains (the same fragment values and order, read from shared memory); group g
 // computes segments s ≡ g (mod KG) of the whole tile, round after round (segments KG·r ..
 // KG·r + KG - 1 together), and group 0 folds them in s order (its own, then the others' parked
@@ -614,10 +629,12 @@ struct tiled_copy {
 // stages' weights issued before pdl_wait_primary), so x and w are read from memory once per block
 // and the row tiles of a column tile are adjacent blocks (blockIdx.x fastest): the weights come
 // from DRAM about once. Needs K % 8 == 0 and 16-byte aligned x and w.
-template <int KG>
+template <int KG, bool KS>
 __global__ void __launch_bounds__(tiled_cfg<KG>::THREADS)
-    gemm_tiled(const uint16_t *__restrict__ x, int M, int K, const split_group G, int out_f32) {
+    gemm_tiled(const uint16_t *__restrict__ x, int M, int K, const split_group G, int out_f32,
+               float *__restrict__ kpark) {
     using C = tiled_cfg<KG>;
+    static_assert(!KS || KG == 1, "a K split over blocks takes one K group per block");
     constexpr int MT = 2, NT = 4, FRAGS = NT * MT * 4;
     extern __shared__ __align__(16) uint16_t tl_smem[];
     const int g = threadIdx.x / C::GT, tid = threadIdx.x % C::GT;
@@ -632,9 +649,11 @@ __global__ void __launch_bounds__(tiled_cfg<KG>::THREADS)
     uint16_t *ring = tl_smem + g * C::RING;
     float *park = reinterpret_cast<float *>(tl_smem + KG * C::RING); // [KG - 1][FRAGS][GT]
     const int T = (K + TL_CH * KCHUNK - 1) / (TL_CH * KCHUNK), S = (K + KSEG - 1) / KSEG;
-    // The group's stages u = 0, 1, ...: stage u % TL_SEG_STAGES of segment g + KG·(u / ...).
+    // The group's segments: s_first, s_first + s_step, ...; its stages u = 0, 1, ...: stage
+    // u % TL_SEG_STAGES of its segment u / TL_SEG_STAGES.
+    const int s_first = g + (KS ? (int)blockIdx.z : 0), s_step = KS ? (int)gridDim.z : KG;
     auto stage_of = [&](int u) {
-        return (g + KG * (u / TL_SEG_STAGES)) * TL_SEG_STAGES + u % TL_SEG_STAGES;
+        return (s_first + s_step * (u / TL_SEG_STAGES)) * TL_SEG_STAGES + u % TL_SEG_STAGES;
     };
     const tiled_copy<C::BM, C::GT> xc(x, M, K, m0, tid);
     const tiled_copy<C::BN, C::GT> wc(w, N, K, n0, tid);
@@ -649,7 +668,7 @@ __global__ void __launch_bounds__(tiled_cfg<KG>::THREADS)
     float acc[NT][MT][4], tot[NT][MT][4];
     zero_frags(acc);
     int u = 0;
-    for (int s0 = 0; s0 < S; s0 += KG) {
+    for (int s0 = s_first - g; s0 < S; s0 += s_step) {
         const int s = s0 + g, n_st = s < S ? min(TL_SEG_STAGES, T - s * TL_SEG_STAGES) : 0;
         for (int i = 0; i < n_st; i++, u++) {
             cp_async_wait<TL_STAGES - 2>(); // stage u has landed (this thread's copies)
@@ -685,6 +704,12 @@ __global__ void __launch_bounds__(tiled_cfg<KG>::THREADS)
                 for (int j = 0; j < NT; j++) mma_chunk<MT>(acc[j], a, b[j]);
             }
         }
+        if (KS) { // segment s is done: parked for gemm_park_fold
+            const size_t at = ((size_t)(col * gridDim.x + blockIdx.x) * S + s) * C::BM * C::BN;
+            park_tile_frags(kpark + at, C::BN, M - m0, wm, wn, acc);
+            zero_frags(acc);
+            continue;
+        }
         // Segments s0 .. s0 + KG - 1 are done: group 0 folds them in s order.
         if (g > 0 && s < S)
 #pragma unroll
@@ -705,9 +730,42 @@ __global__ void __launch_bounds__(tiled_cfg<KG>::THREADS)
         zero_frags(acc);
         if (KG > 1) __syncthreads(); // the parked values are rewritten in the next round
     }
-    if (g != 0) return;
+    if (KS || g != 0) return;
     store_frags<MT, NT>(y, out_f32, M, N, m0 + wm, n0 + wn,
                         [&](int i, int j, int e) { return tot[j][i][e]; });
+}
+
+constexpr int PF_THREADS = 256, PF_SLICES = 4; // gemm_park_fold: a block per quarter of a tile
+
+// y from gemm_tiled's parked segment values (KS): block (r, b, q) takes quarter q of tile (r, b)
+// (launch_tiled's grid), each thread 4 adjacent columns of one row, and folds that element's S
+// segment values in s order (v = seg0; v = v + seg_s), as gemm_tiled's own fold does.
+__global__ void __launch_bounds__(PF_THREADS)
+    gemm_park_fold(const float *__restrict__ kpark, int M, int S, const split_group G,
+                   int out_f32) {
+    constexpr int BM = tiled_cfg<1>::BM, BN = tiled_cfg<1>::BN, TE = BM * BN;
+    static_assert(TE == PF_SLICES * PF_THREADS * 4, "a slice is 4 values per thread");
+    const uint16_t *__restrict__ w = G.w[0];
+    void *y = G.y[0];
+    int N = G.N[0], first_tile = 0;
+    pick_product(G, (int)blockIdx.y, w, y, N, first_tile);
+    const int e = 4 * (PF_THREADS * (int)blockIdx.z + (int)threadIdx.x), r = e / BN;
+    const int m = BM * (int)blockIdx.x + r, n = BN * ((int)blockIdx.y - first_tile) + e % BN;
+    pdl_allow_dependents();
+    pdl_wait_primary();
+    if (m >= M) return;
+    const float *src = kpark + (size_t)(blockIdx.y * gridDim.x + blockIdx.x) * S * TE + e;
+    float4 v = *reinterpret_cast<const float4 *>(src);
+#pragma unroll 4
+    for (int s = 1; s < S; s++) {
+        const float4 a = *reinterpret_cast<const float4 *>(src + (size_t)s * TE);
+        v = make_float4(__fadd_rn(v.x, a.x), __fadd_rn(v.y, a.y), __fadd_rn(v.z, a.z),
+                        __fadd_rn(v.w, a.w));
+    }
+    const float out[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+        if (n + i < N) store_out(y, out_f32, N, m, n + i, out[i]);
 }
 
 // ---- gemm_band: all rows (9 to 32) of a band of 64 columns, x shared by the block's warps ----
@@ -858,19 +916,34 @@ void allow_smem_once(F *k, int bytes, int &done) {
 }
 
 // Launches gemm_tiled for group G (w, y, N and n set; the column tiles are filled here) when x
-// and w allow 16-byte copies; false otherwise.
+// and w allow 16-byte copies; false otherwise. P > 1: a K split over P blocks per tile (one K
+// group), then gemm_park_fold.
 template <int KG>
-bool launch_tiled(const cuda_ctx *c, const bf16 *x, int M, int K, split_group G, int out_f32,
-                  int vec) {
+bool launch_tiled(cuda_ctx *c, const bf16 *x, int M, int K, split_group G, int out_f32, int vec,
+                  int P) {
     using C = tiled_cfg<KG>;
-    static int smem_set = 0; // once per instantiation
+    static int smem_set = 0, smem_set_ks = 0; // once per instantiation
     const long long tiles = group_tiles(G, G.n, C::BN);
     if (!vec || tiles > 65535 || C::SMEM > (size_t)smem_optin()) return false;
-    allow_smem_once(gemm_tiled<KG>, (int)C::SMEM, smem_set);
-    launch_dependent(c, gemm_tiled<KG>,
-                     dim3((unsigned)((M + C::BM - 1) / C::BM), (unsigned)tiles), C::THREADS,
-                     C::SMEM, x, M, K, G, out_f32);
-    return true;
+    const int row_tiles = (M + C::BM - 1) / C::BM, S = (K + KSEG - 1) / KSEG;
+    const dim3 grid((unsigned)row_tiles, (unsigned)tiles, (unsigned)P);
+    if (P == 1) {
+        allow_smem_once(gemm_tiled<KG, false>, (int)C::SMEM, smem_set);
+        launch_dependent(c, gemm_tiled<KG, false>, grid, C::THREADS, C::SMEM, x, M, K, G, out_f32,
+                         (float *)nullptr);
+        return true;
+    }
+    if constexpr (KG == 1) {
+        float *park = static_cast<float *>(
+            cuda_gemm_park(c, (size_t)tiles * row_tiles * S * C::BM * C::BN * sizeof(float)));
+        allow_smem_once(gemm_tiled<1, true>, (int)C::SMEM, smem_set_ks);
+        launch_dependent(c, gemm_tiled<1, true>, grid, C::THREADS, C::SMEM, x, M, K, G, out_f32,
+                         park);
+        launch_dependent(c, gemm_park_fold, dim3(grid.x, grid.y, PF_SLICES), PF_THREADS, 0,
+                         (const float *)park, M, S, G, out_f32);
+        return true;
+    }
+    return false;
 }
 
 // Tiles of 64 × 64 for M rows of N columns.
@@ -878,33 +951,59 @@ long long tiled_tiles(int M, long long N) {
     return (long long)((M + 63) / 64) * ((N + 63) / 64);
 }
 
-// Whether gemm_tiled is faster than gemm_split for M <= 64 rows of N columns: from 17 rows for
-// products wide enough to give every SM four tiles (the head, the Markov bias), from 33 rows once
-// every SM has one (gate and up); below that gemm_split's K split fills the device where tiles
-// cannot. Measured on the H200 with ops perf (bench/README.md; 32 rows: lm_head 406 -> 250 us,
-// gate_proj 33.7 vs 37.5; 64 rows: gate_proj 58.6 -> 39.8, o_proj 24.5 vs 29.6, down_proj 60.5
-// vs 66.5).
+// Whether gemm_tiled is faster than gemm_split for M rows of N columns: past 32 rows always (for
+// the products with fewer tiles than SMs through its K split over blocks, launch_tiled_any), from
+// 17 for products wide enough to give every SM four tiles (the head, the Markov bias); below
+// that gemm_split's K split within a block fills the device with less traffic than tiles.
+// Measured on the H200 with ops perf (bench/README.md; 32 rows: lm_head 406 -> 250 us, gate_proj
+// 33.7 vs 37.5; sixteenth 2026-12-01 session: q_proj, o_proj, down_proj and fc slower as split
+// tiles at 24 and 32 rows, faster from 33: down_proj 42.0 -> 30.8 us at 33 rows, 60.5 -> 41.4 at
+// 64, q_proj 21.0 -> 13.3 and 23.9 -> 16.4; decode: hedge1 at 4 requests, about 60 rows a
+// verify, 970 -> 1102 tok/s).
 bool tiled_over_split(const cuda_ctx *c, int M, int N) {
-    const long long tiles = tiled_tiles(M, N);
-    return (M > 16 && tiles >= 4LL * c->sm_count) || (M > 32 && tiles >= c->sm_count);
+    return M > 32 || (M > 16 && tiled_tiles(M, N) >= 4LL * c->sm_count);
 }
 
-// gemm_tiled for M rows of group G: two K groups per block while the tiles would not give every
-// SM two blocks (their K split doubles the warps), one group otherwise (a block's smaller shared
-// memory lets three share an SM). Measured on the H200 (bench/README.md; ops perf at 128 rows:
-// q_proj 36.0 -> 20.6 us, down_proj 94.0 -> 67.2 with two groups; gate_proj (304 tiles) 59.4 ->
-// 45.1 with one; at 512 rows one group is faster for every shape).
-bool launch_tiled_any(const cuda_ctx *c, const bf16 *x, int M, int K, const split_group &G,
+// Blocks per tile of gemm_tiled's K split over blocks for `tiles` tiles of S segments: as many as
+// fill every SM with resident blocks once (the occupancy calculator's count for gemm_tiled<1,
+// true>), at most half the segments (two a block at least); 1: no split. Measured on the H200
+// (sixteenth 2026-12-01 session, ops perf at 64 rows, us for P = 2 / 4 / 8 / this rule): o_proj
+// 38.9 / 20.9 / 16.6 / 16.6, down_proj 76.3 / 47.4 / 42.9 / 41.4, q_proj 23.3 / 20.5 / 16.4 /
+// 16.4.
+int tiled_parts(const cuda_ctx *c, long long tiles, int S) {
+    using C = tiled_cfg<1>;
+    static int per_sm = -1, smem_set = 0;
+    if (per_sm < 0) { // the calculator counts 0 blocks until the kernel may have the memory
+        allow_smem_once(gemm_tiled<1, true>, (int)C::SMEM, smem_set);
+        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemm_tiled<1, true>,
+                                                                 C::THREADS, C::SMEM));
+    }
+    const long long fill = (long long)per_sm * c->sm_count / tiles, most = (S + 1) / 2;
+    return (int)(fill < 1 ? 1 : fill < most ? fill : most);
+}
+
+// gemm_tiled for M rows of group G: one K group per block where the tiles give every SM two
+// blocks (a block's smaller shared memory lets three share an SM); for one row tile (M <= 64) of
+// fewer tiles than SMs a K split over blocks (tiled_parts, gemm_park_fold after it); otherwise
+// two K groups per block (their K split doubles the warps). Measured on the H200 (bench/README.md;
+// ops perf at 128 rows: q_proj 36.0 -> 20.6 us, down_proj 94.0 -> 67.2 with two groups; gate_proj
+// (304 tiles) 59.4 -> 45.1 with one; at 512 rows one group is faster for every shape; the K split
+// over blocks at 96-128 rows was slower than two groups for q_proj, o_proj, down_proj and fc:
+// its parked values grow with the row tiles, sixteenth 2026-12-01 session).
+bool launch_tiled_any(cuda_ctx *c, const bf16 *x, int M, int K, const split_group &G,
                       int out_f32, int vec) {
     long long tiles = 0;
     for (int p = 0; p < G.n; p++) tiles += tiled_tiles(M, G.N[p]);
-    if (tiles < 2LL * c->sm_count) return launch_tiled<2>(c, x, M, K, G, out_f32, vec);
-    return launch_tiled<1>(c, x, M, K, G, out_f32, vec);
+    if (tiles >= 2LL * c->sm_count) return launch_tiled<1>(c, x, M, K, G, out_f32, vec, 1);
+    const int S = (K + KSEG - 1) / KSEG;
+    const int P = M <= 64 && tiles < c->sm_count ? tiled_parts(c, tiles, S) : 1;
+    if (P > 1) return launch_tiled<1>(c, x, M, K, G, out_f32, vec, P);
+    return launch_tiled<2>(c, x, M, K, G, out_f32, vec, 1);
 }
 
-// The most rows gemm_split takes (SG_CUDA_GEMM_SPLIT_MAX_M overrides it, 0 turns it off).
+// The most rows gemm_split takes (SG_CUDA_GEMM_SPLIT_MAX_M lowers it, 0 turns it off).
 int split_max_m(void) {
-    static const int max_m = cu_env_switch("SG_CUDA_GEMM_SPLIT_MAX_M", 64, 0, 64);
+    static const int max_m = cu_env_switch("SG_CUDA_GEMM_SPLIT_MAX_M", 32, 0, 32);
     return max_m;
 }
 
@@ -916,10 +1015,10 @@ int split_forced_warps(void) {
 
 // Shared memory of a gemm_split block of W warps over V items: the parked segments (`park` bytes)
 // and, for the one-row-tile blocks (split_ring), each warp's ring.
-template <int MT, int NT, bool RT>
+template <int MT, int NT>
 size_t split_smem(size_t park, int W, int V) {
     const size_t ring = (size_t)W * split_ring_stages(V, W) * split_ring_stage<NT>() * 16;
-    return park + (split_ring<MT, NT, RT>() ? ring : 0);
+    return park + (split_ring<MT, NT>() ? ring : 0);
 }
 
 // Warps per gemm_split block for `tiles` blocks over S segments. A warp streams ceil(S / W)
@@ -930,7 +1029,7 @@ size_t split_smem(size_t park, int W, int V) {
 // the many-wave launches (gate/up, q/k/v, the head), which measured slower in a decode than 4-5
 // (likely: a tile's rows requested in more, smaller pieces over time). Measured on the H200
 // against fixed W and without the floor (bench/README.md). 0: no W's shared memory fits.
-template <int MT, bool HALF, int NT, bool SW, bool RT, bool WB2>
+template <int MT, bool HALF, int NT, bool SW, bool WB2>
 int split_warps(const cuda_ctx *c, int tiles, int S, size_t park) {
     if (split_forced_warps()) return split_forced_warps() < S ? split_forced_warps() : S;
     // Resident blocks per SM by warps (index W) for each shared-memory size asked for (one per K
@@ -945,11 +1044,11 @@ int split_warps(const cuda_ctx *c, int tiles, int S, size_t park) {
         at = n_cached < CACHED ? n_cached++ : (next_slot++ % CACHED);
         smem_of[at] = park;
         for (int W = 1; W <= SPLIT_MAX_WARPS; W++) {
-            const size_t smem = split_smem<MT, NT, RT>(park, W, S);
+            const size_t smem = split_smem<MT, NT>(park, W, S);
             per_sm_of[at][W] = 0;
             if (smem <= (size_t)smem_optin())
                 CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                    &per_sm_of[at][W], gemm_split<MT, HALF, NT, SW, RT, WB2>, 32 * W, smem));
+                    &per_sm_of[at][W], gemm_split<MT, HALF, NT, SW, WB2>, 32 * W, smem));
         }
     }
     const int *per_sm = per_sm_of[at];
@@ -974,94 +1073,82 @@ int split_warps(const cuda_ctx *c, int tiles, int S, size_t park) {
 // 2026-12-01 session): ops perf markov_w2 M = 1 26.6 -> 23.3 us with 4 tiles (24.5 with 8, 25.5
 // with 16), M = 8 unchanged; hedge3 at 4 requests 826 -> 838 tok/s (8 tiles).
 // SG_CUDA_GEMM_SPLIT_TB forces a count (1: one tile per block).
-template <int MT, int NT, bool SW, bool RT>
+template <int MT, int NT, bool SW>
 int split_tiles_per_block(int n_products, int S) {
     static const int forced = cu_env_switch("SG_CUDA_GEMM_SPLIT_TB", 0, 0, 64);
-    if (!split_ring<MT, NT, RT>() || SW || n_products != 1) return 1;
+    if (!split_ring<MT, NT>() || SW || n_products != 1) return 1;
     if (forced) return forced;
     return S < SPLIT_MIN_WARPS ? (SPLIT_MIN_WARPS + S - 1) / S : 1;
 }
 
 // launch_split's launch of gemm_split with WB2 weight register sets, over `tiles` column tiles
 // (G's filled) of tb per block.
-template <int MT, bool HALF, int NT, bool SW, bool RT, bool WB2>
+template <int MT, bool HALF, int NT, bool SW, bool WB2>
 bool launch_split_sets(const cuda_ctx *c, const bf16 *x, int M, int K, const split_group &G,
                        int out_f32, int S, int tiles, int tb, size_t park) {
     static int smem_set = 0; // once per instantiation
-    allow_smem_once(gemm_split<MT, HALF, NT, SW, RT, WB2>, smem_optin(), smem_set);
+    allow_smem_once(gemm_split<MT, HALF, NT, SW, WB2>, smem_optin(), smem_set);
     const int V = (SW ? 2 * S : S) * tb, blocks = (tiles + tb - 1) / tb;
-    const int row_tiles = RT ? (M + 16 * MT - 1) / (16 * MT) : 1;
-    const int W = split_warps<MT, HALF, NT, SW, RT, WB2>(c, blocks * row_tiles, V, park);
-    const size_t smem = split_smem<MT, NT, RT>(park, W, V);
+    const int W = split_warps<MT, HALF, NT, SW, WB2>(c, blocks, V, park);
+    const size_t smem = split_smem<MT, NT>(park, W, V);
     if (W == 0 || smem > (size_t)smem_optin()) return false;
-    const dim3 grid = RT ? dim3((unsigned)row_tiles, (unsigned)tiles) : dim3((unsigned)blocks);
-    launch_dependent(c, gemm_split<MT, HALF, NT, SW, RT, WB2>, grid, 32 * W, smem, x, M, K, G,
-                     out_f32, S, tb);
+    launch_dependent(c, gemm_split<MT, HALF, NT, SW, WB2>, dim3((unsigned)blocks), 32 * W, smem,
+                     x, M, K, G, out_f32, S, tb);
     return true;
 }
 
 // Launches gemm_split for group G (w, y, N and n set; the column tiles are filled here) when x
 // and w allow 16-byte loads and its shared memory fits; false otherwise. SW: G is gate and up of
-// one N (gemm_swiglu), a tile covers both, its block has 2S items. RT: a block per 16·MT rows.
+// one N (gemm_swiglu), a tile covers both, its block has 2S items.
 // Weight register sets (WB2; the second holds 64 registers a thread): 8-column tiles keep two for
-// one row tile and give it up for the 32 × 8 and 64 × 8 tiles (long K, 33-64 rows) for more of x
-// in flight, which their time is bound by (M = 32 down 33.4 -> 30.6 us; M = 64 down 75.7 -> 72.5,
-// lm_head 790 -> 717). 16-column tiles keep two only where the launch has fewer tiles than the
-// device has SMs or, for the 16 × 16 tile, K > 4096 (more than 16 segments a tile): with a tile
-// per SM and more, two sets (222-254 registers, two blocks of 4 warps per SM) leave a launch short
+// one row tile and give it up for the 32 × 8 tiles (long K, 17-32 rows) for more of x in flight,
+// which their time is bound by (M = 32 down 33.4 -> 30.6 us). 16-column tiles keep two only where
+// the launch has fewer tiles than the device has SMs or, for the 16 × 16 tile, K > 4096 (more
+// than 16 segments a tile): with a tile per SM and more, two sets (222-254 registers, two blocks of 4 warps per SM) leave a launch short
 // of warps rather than of weights in flight, and short-K warps have too few items for the second
 // set to overlap much. Measured on the H200 (fifteenth 2026-12-01 session, bench/README.md): ops
 // perf at 32 rows o_proj 16.4 -> 12.7 us, q_proj 12.8 -> 11.6; at 15 rows o_proj 10.6 -> 10.2,
 // q_proj 9.2 -> 9.5, down_proj with one set 22.2 -> 23.8 (why long K keeps two); k_proj alone
 // (64 tiles) with one set 5.9 -> 8.1; decode (bench, three alternating pairs, tok/s) spec at 4
 // requests 1432.6 -> 1477.8, hedge1 at 1 649.5 -> 662.3, hedge3 at 1 536.2 -> 557.1.
-template <int MT, bool HALF, int NT, bool SW, bool RT = false>
+template <int MT, bool HALF, int NT, bool SW>
 bool launch_split(const cuda_ctx *c, const bf16 *x, int M, int K, split_group G, int out_f32,
                   int vec, int S) {
-    const int tb = split_tiles_per_block<MT, NT, SW, RT>(G.n, S);
+    const int tb = split_tiles_per_block<MT, NT, SW>(G.n, S);
     const size_t park = (size_t)(SW ? 2 * S : S) * tb * 16 * MT * 8 * NT * sizeof(float);
     if (!vec || M > split_max_m() || park > (size_t)smem_optin()) return false;
     const int tiles = (int)group_tiles(G, SW ? 1 : G.n, 8 * NT);
-    if (RT && tiles > 65535) return false; // grid y
     if constexpr (NT == 1) { // 8 columns: two sets for one row tile, one for taller tiles
-        return launch_split_sets<MT, HALF, NT, SW, RT, MT == 1>(c, x, M, K, G, out_f32, S, tiles,
-                                                                 tb, park);
+        return launch_split_sets<MT, HALF, NT, SW, MT == 1>(c, x, M, K, G, out_f32, S, tiles, tb,
+                                                             park);
     } else {
         if (tiles >= c->sm_count && (MT == 2 || S <= 16))
-            return launch_split_sets<MT, HALF, NT, SW, RT, false>(c, x, M, K, G, out_f32, S, tiles,
-                                                                  tb, park);
-        return launch_split_sets<MT, HALF, NT, SW, RT, true>(c, x, M, K, G, out_f32, S, tiles, tb,
-                                                             park);
+            return launch_split_sets<MT, HALF, NT, SW, false>(c, x, M, K, G, out_f32, S, tiles, tb,
+                                                              park);
+        return launch_split_sets<MT, HALF, NT, SW, true>(c, x, M, K, G, out_f32, S, tiles, tb,
+                                                         park);
     }
 }
 
-// gemm_split for the group at its M (false: M or the alignment does not suit it). From 9 rows a
-// block takes 16 columns, so x's loads, which grow with M, serve twice the weights, unless the
-// parked segments would take more than 32 KB of shared memory per block (taller tiles, long K:
-// fewer resident blocks cost more than x's loads save). 33 to 64 rows: 64-row tiles while their
-// parked segments take at most SPLIT_TALL_MAX_SMEM (K up to 4096); for longer K a block per 16
-// rows (16 x 16 tiles, RT): measured with the row offset in every tile, ops perf at M = 64:
-// down_proj 72.3 -> 60.3 us, fc 120.9 (then a streaming kernel, since removed) -> 77.5; at 17-32
-// rows, or for K <= 4096, 16-row tiles were slower (q_proj M = 32 12.9 -> 16.3, M = 64 23.7 ->
-// 25.8). All limits measured on the H200 per Qwen3-4B shape (bench/README.md).
+// gemm_split for the group at its M, up to 32 rows (false: M or the alignment does not suit it;
+// past 32 rows gemm_tiled takes every product, tiled_over_split). From 9 rows a block takes 16
+// columns, so x's loads, which grow with M, serve twice the weights, unless the parked segments
+// would take more than 32 KB of shared memory per block (17-32 rows, long K: fewer resident
+// blocks cost more than x's loads save); at 17-32 rows 16-row tiles were slower (q_proj M = 32
+// 12.9 -> 16.3). All limits measured on the H200 per Qwen3-4B shape (bench/README.md).
 // SW (gemm_swiglu): up to 16 rows only; past that its block's 2S parked segments would force
 // 8-column tiles at 17-32 rows (measured: spec at 4 requests 1 % slower than gemm_group + the
 // SwiGLU kernel).
-constexpr size_t SPLIT_TALL_MAX_SMEM = 32 << 10;
 template <bool SW>
 bool launch_split_any(const cuda_ctx *c, const bf16 *x, int M, int K, const split_group &G,
                       int out_f32, int vec, int S) {
     if (M <= 8) return launch_split<1, true, 1, SW>(c, x, M, K, G, out_f32, vec, S);
     if (M <= 16) return launch_split<1, false, 2, SW>(c, x, M, K, G, out_f32, vec, S);
     if (SW) return false;
-    if (M <= 32)
-        return (size_t)S * 32 * 16 * sizeof(float) <= (32 << 10)
-                   ? launch_split<2, false, 2, false>(c, x, M, K, G, out_f32, vec, S)
-                   : launch_split<2, false, 1, false>(c, x, M, K, G, out_f32, vec, S);
-    if (M > 64) return false;
-    if ((size_t)S * 64 * 8 * sizeof(float) <= SPLIT_TALL_MAX_SMEM)
-        return launch_split<4, false, 1, false>(c, x, M, K, G, out_f32, vec, S);
-    return launch_split<1, false, 2, false, true>(c, x, M, K, G, out_f32, vec, S);
+    if (M > 32) return false;
+    return (size_t)S * 32 * 16 * sizeof(float) <= (32 << 10)
+               ? launch_split<2, false, 2, false>(c, x, M, K, G, out_f32, vec, S)
+               : launch_split<2, false, 1, false>(c, x, M, K, G, out_f32, vec, S);
 }
 
 // Launches gemm_band for group G (w, y, N and n set; the bands are filled here) when x and w allow

@@ -3,12 +3,12 @@
 //   Qwen3-4B shapes: within each op's rule (bitwise for the ops that share the twin's reduction
 //   order; gemm, gemm_logits and markov_step, whose K order is the CUDA backend's own, within the
 //   order rule |d| <= 1e-5·S + rounding), guard zones intact, each row alone equal to the row in
-//   the batch, the 2048-row GEMMs' prefixes M in {1, 2, 7, 8, 9, 16, 17, 32, 33, 256, 2048} equal
-//   bitwise, graph replay and reruns equal bitwise; attention also with its scores recomputed past
-//   one tile or from the first key (SG_CUDA_ATT_STORED_KEYS); the GEMMs also with gemm_band off
-//   and on every product width (SG_CUDA_GEMM_BAND), and with every product's column tiles taken
-//   from the last one down (SG_CUDA_GEMM_FROM_END; markov_step alternates the order itself, so its
-//   reruns compare the two orders bitwise).
+//   the batch, the 2048-row GEMMs' prefixes M in {1, 2, 7, 8, 9, 16, 17, 32, 33, 64, 65, 256,
+//   2048} equal bitwise, graph replay and reruns equal bitwise; attention also with its scores
+//   recomputed past one tile or from the first key (SG_CUDA_ATT_STORED_KEYS); the GEMMs also with
+//   gemm_band off and on every product width (SG_CUDA_GEMM_BAND), and with every product's column
+//   tiles taken from the last one down (SG_CUDA_GEMM_FROM_END; markov_step alternates the order
+//   itself, so its reruns compare the two orders bitwise).
 // - Memory: allocations are zero-filled, round trips are exact, an impossible allocation is NULL
 //   and leaves the backend usable.
 // - The engine on the committed tiny fixture with the CUDA backend: every request of every gate
@@ -119,8 +119,9 @@ START_TEST(test_gemm_band_settings) {
 END_TEST
 
 // The GEMM ops with every product's column tiles taken from the last one down
-// (SG_CUDA_GEMM_FROM_END=1: gemm_split with and without row tiles, gemm_band and gemm_tiled over
-// the sweep's row counts), within the order rule and bitwise across row counts all the same.
+// (SG_CUDA_GEMM_FROM_END=1: gemm_split, gemm_band and gemm_tiled with and without its K split
+// over blocks, over the sweep's row counts), within the order rule and bitwise across row counts
+// all the same.
 START_TEST(test_gemm_from_end) {
     static const char *const gemm_ops[] = {"gemm", "gemm_logits", "gemm_group", "gemm_swiglu"};
     static const char *const on[] = {"1"};
