@@ -269,7 +269,7 @@ __device__ __forceinline__ void split_load(const uint16_t *__restrict__ w, int N
             b[j][c] = load8<true>(w, n0 + 8 * j + g, N, K, s * KSEG + c * KCHUNK + 8 * q, 1);
 }
 
-// Blocks of 8 columns and up to 8 rows (MT = 1, NT = 1, no row tiles: decode and small verifies)
+// Blocks of 8 columns and up to 8 rows (MT = 1, NT = 1: decode and small verifies)
 // stream their weights through a ring of SPLIT_RING shared-memory stages per warp (cp.async)
 // instead of registers: 46 registers instead of about 106, so more warps per SM with as many
 // segments in flight per warp. Measured on the H200 (bench/README.md, 2026-12-01): plain decode
@@ -956,7 +956,7 @@ long long tiled_tiles(int M, long long N) {
 // 17 for products wide enough to give every SM four tiles (the head, the Markov bias); below
 // that gemm_split's K split within a block fills the device with less traffic than tiles.
 // Measured on the H200 with ops perf (bench/README.md; 32 rows: lm_head 406 -> 250 us, gate_proj
-// 33.7 vs 37.5; sixteenth 2026-12-01 session: q_proj, o_proj, down_proj and fc slower as split
+// 33.7 vs 37.5; first 2026-12-02 session: q_proj, o_proj, down_proj and fc slower as split
 // tiles at 24 and 32 rows, faster from 33: down_proj 42.0 -> 30.8 us at 33 rows, 60.5 -> 41.4 at
 // 64, q_proj 21.0 -> 13.3 and 23.9 -> 16.4; decode: hedge1 at 4 requests, about 60 rows a
 // verify, 970 -> 1102 tok/s).
@@ -967,7 +967,7 @@ bool tiled_over_split(const cuda_ctx *c, int M, int N) {
 // Blocks per tile of gemm_tiled's K split over blocks for `tiles` tiles of S segments: as many as
 // fill every SM with resident blocks once (the occupancy calculator's count for gemm_tiled<1,
 // true>), at most half the segments (two a block at least); 1: no split. Measured on the H200
-// (sixteenth 2026-12-01 session, ops perf at 64 rows, us for P = 2 / 4 / 8 / this rule): o_proj
+// (first 2026-12-02 session, ops perf at 64 rows, us for P = 2 / 4 / 8 / this rule): o_proj
 // 38.9 / 20.9 / 16.6 / 16.6, down_proj 76.3 / 47.4 / 42.9 / 41.4, q_proj 23.3 / 20.5 / 16.4 /
 // 16.4.
 int tiled_parts(const cuda_ctx *c, long long tiles, int S) {
@@ -989,7 +989,7 @@ int tiled_parts(const cuda_ctx *c, long long tiles, int S) {
 // ops perf at 128 rows: q_proj 36.0 -> 20.6 us, down_proj 94.0 -> 67.2 with two groups; gate_proj
 // (304 tiles) 59.4 -> 45.1 with one; at 512 rows one group is faster for every shape; the K split
 // over blocks at 96-128 rows was slower than two groups for q_proj, o_proj, down_proj and fc:
-// its parked values grow with the row tiles, sixteenth 2026-12-01 session).
+// its parked values grow with the row tiles, first 2026-12-02 session).
 bool launch_tiled_any(cuda_ctx *c, const bf16 *x, int M, int K, const split_group &G,
                       int out_f32, int vec) {
     long long tiles = 0;
