@@ -18,8 +18,8 @@ struct cuda_ctx {
     int sm_count;
     cudaStream_t stream;
     // Scratch for two-stage selections (top2.cu, markov.cu) and gemm_swiglu's unfused path
-    // (gemm.cu), and gemm_tiled's parked segment values (gemm.cu: a GEMM's x or y may be in the
-    // scratch): grown on the host before a launch.
+    // (gemm.cu); park: gemm_tiled's parked segment values (gemm.cu), a buffer of its own since a
+    // GEMM's x or y may be in the scratch. Both grown on the host before a launch.
     void *scratch;
     size_t scratch_bytes;
     void *park;
