@@ -18,8 +18,9 @@
 //          set while the other's group runs);
 //   cuBLAS: cublasGemmEx, bf16 in, fp32 out, fp32 compute (its own order: time only).
 // Prints per shape: µs and TFLOP/s of each, and the elements where each wgmma variant's bits
-// differ from ref's. Variants: the layout (no swizzle or 128-byte swizzle), the ring's stages and
-// how many are loaded ahead.
+// differ from the reference of its order. Variants: the layout (no swizzle or 128-byte swizzle),
+// the ring's stages and how many are loaded ahead, and the order: the natural k-steps above, or
+// (c37) gemm.cu's contract, its operands placed by 8-byte copies (load_stage).
 // Needs M % 128 == 0, N % 128 == 0, K % 256 == 0.
 // nvcc -gencode arch=compute_90a,code=sm_90a -std=c++17 -O2 wgmma_fold_gemm.cu -lcublas -o wf
 #include <cublas_v2.h>
@@ -73,16 +74,33 @@ __device__ __forceinline__ void wg_m64n128(float d[64], uint64_t da, uint64_t db
 // (layout SW). Warp task T (4 a warp): row group T / 2, k groups 4·(T % 2) .. + 3; lane l takes
 // row l % 8 of the group and k group l / 8 of the four, so a quarter-warp's 16-byte writes fall
 // in distinct banks in either layout.
-template <int SW>
+// ORDER 1 (gemm.cu's contract: step 0 of a 32-k chunk takes its k ≡ 0..3 (mod 8), step 1 its
+// k ≡ 4..7): each 16-byte piece is copied as two 8-byte halves, the first to the chunk's step-0
+// k-step and the second to its step-1 k-step, at the piece's place within the chunk (logical k
+// 32c + 4p and 32c + 16 + 4p for piece p of chunk c), so each wgmma k-step reads the contract's
+// set of 16 k (at other places within the step, which leaves its sum unchanged: wgmma_bits).
+template <int SW, int ORDER>
 __device__ __forceinline__ void load_stage(const uint16_t *a, int kdim, int row0, int k0,
                                            unsigned char *dst) {
+    static_assert(ORDER == 0 || SW == 1, "the contract's placement is written for the swizzle");
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     for (int u = 0; u < 4; u++) {
         const int T = warp * 4 + u, rg = T >> 1, kg = 4 * (T & 1) + (lane >> 3);
         const int r = 8 * rg + (lane & 7);
         const uint16_t *src = a + (size_t)(row0 + r) * kdim + k0 + 8 * kg;
-        const uint32_t s = (uint32_t)__cvta_generic_to_shared(dst + piece_offset<SW>(r, kg));
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(src));
+        if (ORDER == 0) {
+            const uint32_t s = (uint32_t)__cvta_generic_to_shared(dst + piece_offset<SW>(r, kg));
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(src));
+            continue;
+        }
+        const int c = kg >> 2, p = kg & 3;
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int L = 32 * c + 16 * h + 4 * p; // logical k within the stage
+            const uint32_t s = (uint32_t)__cvta_generic_to_shared(
+                dst + r * 128 + (((L >> 3) ^ (r & 7)) << 4) + (L & 7) * 2);
+            asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(s), "l"(src + 4 * h));
+        }
     }
 }
 
@@ -99,7 +117,7 @@ __device__ __forceinline__ void fold(float total[64], const float acc[64], bool 
     for (int i = 0; i < 64; i++) total[i] = first ? acc[i] : __fadd_rn(total[i], acc[i]);
 }
 
-template <int SW, int RING, int AHEAD>
+template <int SW, int RING, int AHEAD, int ORDER>
 __global__ void __launch_bounds__(256, 1)
     gemm_wgmma(const uint16_t *x, const uint16_t *w, float *y, int M, int N, int kdim) {
     static_assert(AHEAD <= RING - 2, "a refill must not hit the stage a wgmma group may read");
@@ -110,8 +128,8 @@ __global__ void __launch_bounds__(256, 1)
     auto issue = [&](int t) {
         if (t < stages) {
             unsigned char *st = smem + (t % RING) * STAGE_BYTES;
-            load_stage<SW>(x, kdim, row0, t * KT, st);
-            load_stage<SW>(w, kdim, col0, t * KT, st + OPERAND_BYTES);
+            load_stage<SW, ORDER>(x, kdim, row0, t * KT, st);
+            load_stage<SW, ORDER>(w, kdim, col0, t * KT, st + OPERAND_BYTES);
         }
         asm volatile("cp.async.commit_group;");
     };
@@ -154,7 +172,9 @@ __global__ void __launch_bounds__(256, 1)
     }
 }
 
-// The reference: a warp per 16 × 8 tile of y, the same order by mma.sync (logical k = physical).
+// The reference: a warp per 16 × 8 tile of y, the same order by mma.sync: ORDER 0 with logical k
+// = physical, ORDER 1 gemm.cu's chain (lane q's 16 bytes at chunk + 8q, halves to steps 0 and 1).
+template <int ORDER>
 __global__ void gemm_ref(const uint16_t *x, const uint16_t *w, float *y, int M, int N, int kdim) {
     const int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
     const int tiles_n = N / 8, m0 = warp / tiles_n * 16, n0 = warp % tiles_n * 8;
@@ -167,9 +187,15 @@ __global__ void gemm_ref(const uint16_t *x, const uint16_t *w, float *y, int M, 
     for (int s = 0; s < kdim / SEG; s++) {
         float acc[4] = {0.f, 0.f, 0.f, 0.f};
         for (int t = 0; t < SEG / 16; t++) {
-            const int k = s * SEG + 16 * t + 2 * q;
-            mma_step(acc, pr(x, r0, k), pr(x, r1, k), pr(x, r0, k + 8), pr(x, r1, k + 8),
-                     pr(w, n, k), pr(w, n, k + 8));
+            if (ORDER == 0) {
+                const int k = s * SEG + 16 * t + 2 * q;
+                mma_step(acc, pr(x, r0, k), pr(x, r1, k), pr(x, r0, k + 8), pr(x, r1, k + 8),
+                         pr(w, n, k), pr(w, n, k + 8));
+            } else { // step t: half t % 2 of the 16 bytes at chunk t / 2, + 8q
+                const int k = s * SEG + 32 * (t / 2) + 8 * q + 4 * (t % 2);
+                mma_step(acc, pr(x, r0, k), pr(x, r1, k), pr(x, r0, k + 2), pr(x, r1, k + 2),
+                         pr(w, n, k), pr(w, n, k + 2));
+            }
         }
         for (int e = 0; e < 4; e++) v[e] = s == 0 ? acc[e] : __fadd_rn(v[e], acc[e]);
     }
@@ -210,10 +236,10 @@ template <typename F> static float time_us(F run, int reps) {
 struct variant {
     const char *name;
     void (*kernel)(const uint16_t *, const uint16_t *, float *, int, int, int);
-    int smem;
+    int smem, order;
 };
-template <int SW, int RING, int AHEAD> static variant make_variant(const char *name) {
-    variant v = {name, gemm_wgmma<SW, RING, AHEAD>, RING * STAGE_BYTES};
+template <int SW, int RING, int AHEAD, int ORDER> static variant make_variant(const char *name) {
+    variant v = {name, gemm_wgmma<SW, RING, AHEAD, ORDER>, RING * STAGE_BYTES, ORDER};
     CK(cudaFuncSetAttribute(v.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, v.smem));
     return v;
 }
@@ -240,9 +266,11 @@ int main() {
                              {512, 9728, 2560, 1},  {512, 2560, 9728, 2},  {128, 9728, 2560, 1},
                              {128, 2560, 9728, 2},  {128, 4096, 2560, 0}};
     const char *names[] = {"q_proj", "gate_proj", "down_proj"};
-    const variant variants[] = {make_variant<0, 4, 2>("plain, 4 stages, 2 ahead"),
-                                make_variant<1, 4, 2>("swizzled, 4 stages, 2 ahead"),
-                                make_variant<1, 6, 4>("swizzled, 6 stages, 4 ahead")};
+    const variant variants[] = {
+        make_variant<0, 4, 2, 0>("plain, 4 stages, 2 ahead"),
+        make_variant<1, 4, 2, 0>("swizzled, 4 stages, 2 ahead"),
+        make_variant<1, 6, 4, 0>("swizzled, 6 stages, 4 ahead"),
+        make_variant<1, 4, 2, 1>("swizzled, 4 stages, 2 ahead, gemm.cu's order (8-byte copies)")};
     cublasHandle_t h;
     if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) {
         fprintf(stderr, "cublasCreate failed\n");
@@ -264,7 +292,10 @@ int main() {
         fill<<<1024, 256>>>(x, (size_t)M * kdim, 1u);
         fill<<<1024, 256>>>(w, (size_t)N * kdim, 2u);
         const int warps = M / 16 * (N / 8);
-        const float t_ref = time_us([&] { gemm_ref<<<(warps + 7) / 8, 256>>>(x, w, yr, M, N, kdim); }, 3);
+        float *yr1;
+        CK(cudaMalloc(&yr1, n * 4));
+        const float t_ref = time_us([&] { gemm_ref<0><<<(warps + 7) / 8, 256>>>(x, w, yr, M, N, kdim); }, 3);
+        gemm_ref<1><<<(warps + 7) / 8, 256>>>(x, w, yr1, M, N, kdim);
         CK(cudaGetLastError());
         const float one = 1.f, zero = 0.f;
         const float t_cb = time_us(
@@ -281,13 +312,14 @@ int main() {
             const dim3 grid(N / TILE, M / TILE);
             const float t = time_us([&] { v.kernel<<<grid, 256, v.smem>>>(x, w, yw, M, N, kdim); }, 20);
             CK(cudaGetLastError());
-            printf(" %7.1f %6.1f (%zu)", t, flop / t * 1e-6, bits_differ(yw, yr, n));
+            printf(" %7.1f %6.1f (%zu)", t, flop / t * 1e-6, bits_differ(yw, v.order ? yr1 : yr, n));
         }
         printf("\n");
         CK(cudaFree(x));
         CK(cudaFree(w));
         CK(cudaFree(yw));
         CK(cudaFree(yr));
+        CK(cudaFree(yr1));
         CK(cudaFree(yc));
     }
     cublasDestroy(h);
