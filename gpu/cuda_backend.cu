@@ -111,6 +111,7 @@ void cu_destroy(sg_backend *be) {
     if (c->cublas) cublasDestroy(static_cast<cublasHandle_t>(c->cublas));
     if (c->scratch) CUDA_CHECK(cudaFree(c->scratch));
     if (c->park) CUDA_CHECK(cudaFree(c->park));
+    if (c->xperm) CUDA_CHECK(cudaFree(c->xperm));
     for (int i = 0; i < c->n_old_scratch; i++) CUDA_CHECK(cudaFree(c->old_scratch[i]));
     free(c->old_scratch);
     CUDA_CHECK(cudaEventDestroy(c->t0));
@@ -160,6 +161,10 @@ void *cuda_scratch(cuda_ctx *c, size_t bytes) {
 
 void *cuda_gemm_park(cuda_ctx *c, size_t bytes) {
     return grow_buffer(c, c->park, c->park_bytes, bytes, "the GEMM park");
+}
+
+void *cuda_gemm_xperm(cuda_ctx *c, size_t bytes) {
+    return grow_buffer(c, c->xperm, c->xperm_bytes, bytes, "the GEMM's permuted x");
 }
 
 // ---- graph capture (backend.h hooks; also the bring-up tool's capture_begin / end_replay) ----
@@ -230,6 +235,7 @@ extern "C" int cuda_backend_create(sg_backend **out) {
     c->att_teams = cu_attention_teams();
     c->gemm_band = cu_gemm_band_setting();
     c->gemm_from_end = cu_gemm_from_end_setting();
+    c->gemm_wgmma = cu_gemm_wgmma_setting();
     sg_backend *be = static_cast<sg_backend *>(sg_calloc(1, sizeof *be));
     be->name = "cuda";
     be->ctx = c;

@@ -19,19 +19,24 @@ struct cuda_ctx {
     cudaStream_t stream;
     // Scratch for two-stage selections (top2.cu, markov.cu) and gemm_swiglu's unfused path
     // (gemm.cu); park: gemm_tiled's parked segment values (gemm.cu), a buffer of its own since a
-    // GEMM's x or y may be in the scratch. Both grown on the host before a launch.
+    // GEMM's x or y may be in the scratch; xperm: gemm_wgmma's permuted x (gemm.cu), for the same
+    // reason. All grown on the host before a launch.
     void *scratch;
     size_t scratch_bytes;
     void *park;
     size_t park_bytes;
-    void **old_scratch; // superseded buffers of both: captured graphs may still use them; freed
-    int n_old_scratch;  // when the backend is destroyed
+    void *xperm;
+    size_t xperm_bytes;
+    void **old_scratch; // superseded buffers of all three: captured graphs may still use them;
+    int n_old_scratch;  // freed when the backend is destroyed
     cudaEvent_t t0, t1;
     void *cublas; // cublasHandle_t, made on first use of cuda_vendor_gemm
     int att_stored_keys; // attention scores kept in shared memory per row and head (attention.cu)
     int att_teams;       // attention heads per block at most, 0: chosen by rows (attention.cu)
     int gemm_band;       // gemm_band's rows: 0 off, 1 wide products, 2 every product (gemm.cu)
     int gemm_from_end;   // every product's column tiles from the last one down (gemm.cu)
+    int gemm_wgmma;      // gemm_wgmma's products: 0 none (off, or not built for the device), 1
+                         // those it is faster for, 2 every one it can take (gemm.cu)
     int w2_from_end;     // the next Markov step reads w2 from its end (markov.cu)
 };
 
@@ -39,8 +44,10 @@ struct cuda_ctx {
 // it may still run) until the backend is destroyed; growing during a stream capture is an internal
 // error (SG_CHECK): the eager run of the same ops sizes it first.
 void *cuda_scratch(cuda_ctx *c, size_t bytes);
-// The same for gemm_tiled's parked segment values (a buffer of its own).
+// The same for gemm_tiled's parked segment values and gemm_wgmma's permuted x (buffers of their
+// own).
 void *cuda_gemm_park(cuda_ctx *c, size_t bytes);
+void *cuda_gemm_xperm(cuda_ctx *c, size_t bytes);
 
 // A measurement or test switch from the environment: `dflt` when unset, else clamped to lo .. hi.
 int cu_env_switch(const char *name, int dflt, int lo, int hi);
@@ -64,10 +71,11 @@ void launch_dependent(const cuda_ctx *c, void (*k)(P...), dim3 grid, int threads
     CUDA_CHECK(cudaLaunchKernelEx(&cfg, k, args...));
 }
 
-// gemm.cu (cu_gemm_band_setting, cu_gemm_from_end_setting: a new context's gemm_band and
-// gemm_from_end)
+// gemm.cu (cu_gemm_band_setting, cu_gemm_from_end_setting, cu_gemm_wgmma_setting: a new
+// context's gemm_band, gemm_from_end and gemm_wgmma)
 int cu_gemm_band_setting(void);
 int cu_gemm_from_end_setting(void);
+int cu_gemm_wgmma_setting(void);
 void cu_gemm(void *ctx, const bf16 *x, int M, int K, const bf16 *w, int N, void *y, int out_f32);
 void cu_gemm_from_end(cuda_ctx *c, const bf16 *x, int M, int K, const bf16 *w, int N, void *y,
                       int out_f32, int from_end); // from_end: column tiles last to first

@@ -20,8 +20,12 @@
 // mma.sync with its operands swapped give the same bits as this file's mma.sync chains, so those
 // instructions may compute this order.
 //
-// Four kernels compute that order; the choice (by M, N, alignment and the shared memory a block
-// may have) is speed only:
+// Five kernels compute that order; the choice (by M, N, alignment, the shared memory a block may
+// have and the device) is speed only:
+//   gemm_wgmma (past 64 rows where its 128 × 128 tiles give half the SMs one, wgmma_over_tiled;
+//     sm_90a builds on a device that runs them, cu_gemm_wgmma_setting; K % 256 == 0, 16-byte
+//     aligned): the warpgroup MMA, the weights from registers and x, permuted once per product
+//     by gemm_permute_x, from shared memory (its section below says why).
 //   gemm_band (9 to 32 rows of products with a band per SM, band_over_split; K % 8 == 0, 16-byte
 //     aligned): a block per 64 columns of y and all its rows, x and w staged through a ring of
 //     shared-memory stages (cp.async), each of its 4 warps 16 columns of every row, so x is read
@@ -34,7 +38,8 @@
 //     ring per warp, split_ring), the next segment's in flight while one is computed; the block
 //     folds the segments in s order. Several blocks share an SM, so one's fold overlaps the
 //     others' loads. No persistent state.
-//   gemm_tiled (past 32 rows, from 17 for wide products that gemm_band does not take:
+//   gemm_tiled (past 32 rows where gemm_wgmma does not take them, from 17 for wide products
+//     that gemm_band does not take:
 //     tiled_over_split; and where gemm_split is off; K % 8 == 0, 16-byte aligned): a block per
 //     64 × 64 tile of y, x and w staged through rings of shared-memory stages (cp.async) so each
 //     is read once per block, each warp a 32 × 32 tile; with two K groups (launch_tiled_any: few
@@ -885,6 +890,213 @@ __global__ void __launch_bounds__(32 * FOLD_WARPS_M * FOLD_WARPS_N)
                         [&](int i, int j, int e) { return tot[i][j][e]; });
 }
 
+// ---- gemm_wgmma: 128 × 128 tiles on the warpgroup MMA (sm_90a), the contract's order ----
+//
+// wgmma reads a k-step of a shared-memory operand as 16 consecutive logical k, and the contract's
+// steps are k ≡ 0..3 and k ≡ 4..7 (mod 8) of a 32-k chunk. So the operands trade roles:
+//   - the weights are A, from registers: each warp reads its 16 rows' fragments from a stage by
+//     16-byte loads, lane q at chunk + 8q, as the mma.sync kernels do (step 0 the first 8 bytes,
+//     step 1 the second);
+//   - x is B, from shared memory: gemm_permute_x first rewrites it (x' [M][K], once per product)
+//     with each chunk's k where the weights' registers put them: pair d (two bf16) of a permuted
+//     chunk is pair 4q + 2·sub + hi of the natural one, d = 8·sub + 4·hi + q (sub: the step, hi
+//     the fragment half, q the lane in its quad).
+// Each wgmma k-step then sums the contract's 16 products, at other positions within the step than
+// mma.sync's, which leaves the bits unchanged (bench/README.md: wgmma_bits, wgmma_rs_gemm); the
+// segment's steps chain from +0 and the segments are folded in s order (the accumulators are
+// drained at each segment's end). A block: 128 weight rows (two warpgroups of m64n128k16) × 128
+// rows of x; stages of 64 k in a ring of WG_RING filled by cp.async WG_AHEAD ahead; one wgmma
+// group in flight within a segment. Needs K % 256 == 0 and 16-byte aligned x and w.
+
+constexpr int WG_TILE = 128, WG_KT = 64, WG_THREADS = 256;
+// Measured on the H200 (bench/README.md, fourth 2026-12-02 session): 6 stages, 4 ahead, 3-7 %
+// slower here at 512-2048 rows (though 3-5 % faster in the standalone record wgmma_rs_gemm).
+constexpr int WG_RING = 4, WG_AHEAD = 2;
+constexpr int WG_OPERAND = WG_TILE * WG_KT * 2; // one operand's stage: 16 KB
+constexpr int WG_STAGE = 2 * WG_OPERAND;        // x' then w
+constexpr size_t WG_SMEM = (size_t)WG_RING * WG_STAGE;
+static_assert(WG_AHEAD <= WG_RING - 2, "a refill must not hit the stage a wgmma group may read");
+static_assert(KSEG % WG_KT == 0, "a segment is whole stages");
+
+// x' [M][K] from x (K % 32 == 0): a thread per 32-k chunk.
+__global__ void __launch_bounds__(256)
+    gemm_permute_x(const uint16_t *__restrict__ x, uint16_t *__restrict__ xp, size_t chunks) {
+    pdl_allow_dependents();
+    pdl_wait_primary();
+    const size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i >= chunks) return;
+    const uint4 *src = reinterpret_cast<const uint4 *>(x) + 4 * i;
+    uint32_t in[16];
+#pragma unroll
+    for (int v = 0; v < 4; v++) {
+        const uint4 u = src[v];
+        in[4 * v] = u.x, in[4 * v + 1] = u.y, in[4 * v + 2] = u.z, in[4 * v + 3] = u.w;
+    }
+    uint4 *dst = reinterpret_cast<uint4 *>(xp) + 4 * i;
+    auto pair = [&](int d) { return in[4 * (d & 3) + 2 * (d >> 3) + ((d >> 2) & 1)]; };
+#pragma unroll
+    for (int v = 0; v < 4; v++)
+        dst[v] = make_uint4(pair(4 * v), pair(4 * v + 1), pair(4 * v + 2), pair(4 * v + 3));
+}
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) // the device code of gemm_wgmma (sm_90a)
+// A stage's operands (rows of 64 k = 128 bytes; 16-byte piece p of row r): x' with the 128-byte
+// swizzle wgmma reads (piece p at p ^ (r % 8)); w at p ^ 4·(r % 2), so a quarter-warp's fragment
+// reads (rows g and g + 1, the same pieces) fall in distinct banks.
+__device__ __forceinline__ int wg_x_piece(int r, int p) { return r * 128 + ((p ^ (r & 7)) << 4); }
+__device__ __forceinline__ int wg_w_piece(int r, int p) {
+    return r * 128 + ((p ^ ((r & 1) << 2)) << 4);
+}
+
+// The 64 k from k0 of rows row0 .. row0 + 127 of a [R][K] operand into its place of a stage (rows
+// past R zero). Warp task T (4 a warp): row group T / 2, pieces 4·(T % 2) .. + 3; lane l takes row
+// l % 8 of the group and piece l / 8 of the four.
+template <bool X>
+__device__ __forceinline__ void wg_load_stage(const uint16_t *__restrict__ a, int R, int K,
+                                              int row0, int k0, unsigned char *dst) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+#pragma unroll
+    for (int u = 0; u < 4; u++) {
+        const int T = warp * 4 + u, p = 4 * (T & 1) + (lane >> 3), r = 8 * (T >> 1) + (lane & 7);
+        const int row = row0 + r < R ? row0 + r : 0, bytes = row0 + r < R ? 16 : 0;
+        const uint16_t *src = a + (size_t)row * K + k0 + 8 * p;
+        if (X)
+            cp_async16(dst + wg_x_piece(r, p), src, bytes);
+        else
+            cp_async16_stream(dst + wg_w_piece(r, p), src, bytes);
+    }
+}
+
+// A shared-memory matrix descriptor of the 128-byte swizzle (K-major rows of 128 bytes, 8-row
+// atoms 1024 bytes apart).
+__device__ __forceinline__ uint64_t wg_desc_sw128(const void *p) {
+    const uint64_t a = (uint32_t)__cvta_generic_to_shared(p);
+    return ((a >> 4) & 0x3fff) | (1ull << 16) | ((uint64_t)(1024 >> 4) << 32) | (1ull << 62);
+}
+
+// d [64] = A (64 × 16, registers) · B (16 × 128, shared memory) + (accumulate ? d : +0).
+__device__ __forceinline__ void wg_m64n128_rs(float d[64], uint4 lo, uint4 hi, int step,
+                                              uint64_t db, int accumulate) {
+    const uint32_t a0 = step ? lo.z : lo.x, a1 = step ? hi.z : hi.x;
+    const uint32_t a2 = step ? lo.w : lo.y, a3 = step ? hi.w : hi.y;
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+        "{%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+          "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]),
+          "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]),
+          "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]),
+          "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]),
+          "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),
+          "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]),
+          "+f"(d[62]), "+f"(d[63])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(accumulate));
+}
+
+// Keeps the compiler from moving or copying the accumulators across a wgmma group (a copy of a
+// register a group in flight defines makes ptxas wait for the group).
+__device__ __forceinline__ void wg_fence_acc(float d[64]) {
+#pragma unroll
+    for (int i = 0; i < 64; i++) asm volatile("" : "+f"(d[i])::"memory");
+}
+#endif
+
+// Block (r, b): rows 128·r .. of x' and column tile b of group G (launch_wgmma; the row tiles of a
+// column tile are adjacent blocks, so w comes from DRAM about once). The weights' first stages are
+// issued before pdl_wait_primary (gemm_permute_x's x'); stage t: its copies waited for, a barrier,
+// stage t + WG_AHEAD issued, the warps' fragments of its two chunks (rows wr, wr + 8), four
+// k-steps in one group; at a segment's end the group is waited for and folded.
+__global__ void __launch_bounds__(WG_THREADS, 1)
+    gemm_wgmma(const uint16_t *__restrict__ xp, int M, int K, const split_group G, int out_f32) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    extern __shared__ __align__(1024) unsigned char wg_smem[];
+    const uint16_t *__restrict__ w = G.w[0];
+    void *y = G.y[0];
+    int N = G.N[0], first_tile = 0;
+    const int col = column_block(G, blockIdx.y, gridDim.y);
+    pick_product(G, col, w, y, N, first_tile);
+    const int row0 = WG_TILE * (int)blockIdx.x, n0 = WG_TILE * (col - first_tile);
+    const int lane = threadIdx.x & 31, q = lane & 3;
+    const int wr = 16 * (threadIdx.x >> 5) + (lane >> 2); // the lane's weight rows wr, wr + 8
+    const int stages = K / WG_KT;
+    pdl_allow_dependents();
+    for (int t = 0; t < WG_AHEAD && t < stages; t++)
+        wg_load_stage<false>(w, N, K, n0, t * WG_KT, wg_smem + t * WG_STAGE + WG_OPERAND);
+    pdl_wait_primary();
+    for (int t = 0; t < WG_AHEAD; t++) {
+        if (t < stages) wg_load_stage<true>(xp, M, K, row0, t * WG_KT, wg_smem + t * WG_STAGE);
+        cp_async_commit(); // group t is stage t (and group 0 the first stages' weights)
+    }
+    float acc[64], total[64];
+    for (int seg = 0; seg < K / KSEG; seg++) {
+#pragma unroll
+        for (int in_seg = 0; in_seg < KSEG / WG_KT; in_seg++) { // unrolled: no branch on the stage
+            const int t = seg * (KSEG / WG_KT) + in_seg, tn = t + WG_AHEAD;
+            cp_async_wait<WG_AHEAD - 1>();
+            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+            __syncthreads(); // stage t landed for everyone; stage t - 2's group is done everywhere
+            if (tn < stages) {
+                unsigned char *st = wg_smem + (tn % WG_RING) * WG_STAGE;
+                wg_load_stage<true>(xp, M, K, row0, tn * WG_KT, st);
+                wg_load_stage<false>(w, N, K, n0, tn * WG_KT, st + WG_OPERAND);
+            }
+            cp_async_commit();
+            const unsigned char *st = wg_smem + (t % WG_RING) * WG_STAGE;
+            uint4 a[2][2]; // [chunk][rows wr, wr + 8]
+#pragma unroll
+            for (int c = 0; c < 2; c++)
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+                    a[c][h] = *reinterpret_cast<const uint4 *>(st + WG_OPERAND +
+                                                               wg_w_piece(wr + 8 * h, 4 * c + q));
+            wg_fence_acc(acc);
+            asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+            for (int j = 0; j < WG_KT / 16; j++) // step j: chunk j / 2, its step j % 2
+                wg_m64n128_rs(acc, a[j / 2][0], a[j / 2][1], j % 2, wg_desc_sw128(st + 32 * j),
+                              in_seg != 0 || j != 0); // a segment's first step from +0
+            asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+            wg_fence_acc(acc);
+            if (in_seg < KSEG / WG_KT - 1) {
+                asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+            } else { // the segment is complete: wait for it and fold it
+                asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+#pragma unroll
+                for (int i = 0; i < 64; i++)
+                    total[i] = seg == 0 ? acc[i] : __fadd_rn(total[i], acc[i]);
+            }
+        }
+    }
+    // total[4j .. 4j + 3]: weight rows wr (0, 1) and wr + 8 (2, 3), x rows 8j + 2q and + 1.
+#pragma unroll
+    for (int j = 0; j < WG_TILE / 8; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int m = row0 + 8 * j + 2 * q + (e & 1), n = n0 + wr + (e >= 2 ? 8 : 0);
+            if (m < M && n < N) store_out(y, out_f32, N, m, n, total[4 * j + e]);
+        }
+#else
+    __trap(); // launched only where gemm_wgmma_built says it was compiled for sm_90a
+#endif
+}
+
+// Writes 1 when this build's code for the device has gemm_wgmma (sm_90a), else 0.
+__global__ void gemm_wgmma_probe(int *built) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    *built = 1;
+#else
+    *built = 0;
+#endif
+}
+
 // The most shared memory a block may opt in to on the current device (read once).
 int smem_optin(void) {
     static int bytes = -1;
@@ -1188,6 +1400,32 @@ bool launch_band_any(const cuda_ctx *c, const bf16 *x, int M, int K, const split
     return launch_band<2>(c, x, M, K, G, out_f32, vec);
 }
 
+// Whether gemm_wgmma takes M rows of `tiles` 128 × 128 tiles (context setting 1; 2: every
+// product it can take): past 64 rows, where the tiles give at least half the SMs one. Measured on
+// the H200 (bench/README.md, fourth 2026-12-02 session).
+bool wgmma_over_tiled(const cuda_ctx *c, int M, long long tiles) {
+    return c->gemm_wgmma == 2 || (M > 64 && 2 * tiles >= c->sm_count);
+}
+
+// Launches gemm_permute_x and gemm_wgmma for group G (w, y, N and n set; the column tiles are
+// filled here) where the context allows it and the shape suits it (K % 256 == 0, x and w 16-byte
+// aligned); false otherwise.
+bool launch_wgmma(cuda_ctx *c, const bf16 *x, int M, int K, split_group G, int out_f32, int vec) {
+    static int smem_set = 0;
+    if (c->gemm_wgmma == 0 || !vec || K % KSEG != 0 || WG_SMEM > (size_t)smem_optin())
+        return false;
+    const long long tiles = group_tiles(G, G.n, WG_TILE), row_tiles = (M + WG_TILE - 1) / WG_TILE;
+    if (tiles > 65535 || !wgmma_over_tiled(c, M, tiles * row_tiles)) return false;
+    uint16_t *xp = static_cast<uint16_t *>(cuda_gemm_xperm(c, (size_t)M * K * sizeof(uint16_t)));
+    const size_t chunks = (size_t)M * K / 32;
+    launch_dependent(c, gemm_permute_x, dim3((unsigned)((chunks + 255) / 256)), 256, 0, x, xp,
+                     chunks);
+    allow_smem_once(gemm_wgmma, (int)WG_SMEM, smem_set);
+    launch_dependent(c, gemm_wgmma, dim3((unsigned)row_tiles, (unsigned)tiles), WG_THREADS,
+                     WG_SMEM, (const uint16_t *)xp, M, K, G, out_f32);
+    return true;
+}
+
 template <int MT, int NT, int CH>
 void launch_fold(const cuda_ctx *c, const bf16 *x, int M, int K, const bf16 *w, int N, void *y,
                  int out_f32, int vec, int S) {
@@ -1208,6 +1446,7 @@ void cu_gemm_from_end(cuda_ctx *c, const bf16 *x, int M, int K, const bf16 *w, i
     // Every path computes identical bits (see the top of this file); the choice is speed.
     // Few rows: each weight is loaded once, straight into registers, split over K.
     const split_group G = {{w}, {y}, {N}, {0}, 1, from_end};
+    if (launch_wgmma(c, x, M, K, G, out_f32, vec)) return;
     if (launch_band_any(c, x, M, K, G, out_f32, vec)) return;
     if (!tiled_over_split(c, M, N) && launch_split_any<false>(c, x, M, K, G, out_f32, vec, S))
         return;
@@ -1238,9 +1477,10 @@ void cu_gemm_group(void *ctx, const bf16 *x, int M, int K, int n, const bf16 *co
     }
     G.n = n;
     G.from_end = c->gemm_from_end;
-    // One launch of gemm_split or gemm_tiled as cu_gemm would choose; otherwise (unaligned) the
-    // products one by one (the same bits either way: every kernel computes the order at the top
-    // of this file).
+    // One launch of gemm_wgmma, gemm_band, gemm_split or gemm_tiled as cu_gemm would choose;
+    // otherwise (unaligned) the products one by one (the same bits either way: every kernel
+    // computes the order at the top of this file).
+    if (launch_wgmma(c, x, M, K, G, 0, vec)) return;
     if (launch_band_any(c, x, M, K, G, 0, vec)) return;
     bool tiled = false;
     for (int p = 0; p < n; p++) tiled = tiled || tiled_over_split(c, M, N[p]);
@@ -1277,3 +1517,18 @@ int cu_gemm_band_setting(void) { return cu_env_switch("SG_CUDA_GEMM_BAND", 1, 0,
 // A new context's gemm_from_end: SG_CUDA_GEMM_FROM_END (1: every product's column tiles from the
 // last one down, a test switch: the same bits), 0 when unset.
 int cu_gemm_from_end_setting(void) { return cu_env_switch("SG_CUDA_GEMM_FROM_END", 0, 0, 1); }
+
+// A new context's gemm_wgmma: SG_CUDA_GEMM_WGMMA (0 off, 1 where faster, 2 every product it can
+// take: a test switch), 1 when unset; 0 where the library's code for the device has no gemm_wgmma
+// (built without sm_90a, CMAKE_CUDA_ARCHITECTURES, or another GPU).
+int cu_gemm_wgmma_setting(void) {
+    const int setting = cu_env_switch("SG_CUDA_GEMM_WGMMA", 1, 0, 2);
+    if (setting == 0) return 0;
+    int *d, built = 0;
+    CUDA_CHECK(cudaMalloc(&d, sizeof built));
+    gemm_wgmma_probe<<<1, 1>>>(d);
+    CUDA_CHECK(cudaGetLastError());
+    CUDA_CHECK(cudaMemcpy(&built, d, sizeof built, cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaFree(d));
+    return built ? setting : 0;
+}

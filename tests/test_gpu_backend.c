@@ -8,7 +8,8 @@
 //   recomputed past one tile or from the first key (SG_CUDA_ATT_STORED_KEYS); the GEMMs also with
 //   gemm_band off and on every product width (SG_CUDA_GEMM_BAND), and with every product's column
 //   tiles taken from the last one down (SG_CUDA_GEMM_FROM_END; markov_step alternates the order
-//   itself, so its reruns compare the two orders bitwise).
+//   itself, so its reruns compare the two orders bitwise), and with gemm_wgmma off and on every
+//   product it can take (SG_CUDA_GEMM_WGMMA).
 // - Memory: allocations are zero-filled, round trips are exact, an impossible allocation is NULL
 //   and leaves the backend usable.
 // - The engine on the committed tiny fixture with the CUDA backend: every request of every gate
@@ -83,6 +84,7 @@ static void unset_switches(void) {
     unsetenv("SG_CUDA_ATT_STORED_KEYS");
     unsetenv("SG_CUDA_ATT_TEAMS");
     unsetenv("SG_CUDA_GEMM_BAND");
+    unsetenv("SG_CUDA_GEMM_WGMMA");
     unsetenv("SG_CUDA_GEMM_FROM_END");
 }
 
@@ -126,6 +128,19 @@ START_TEST(test_gemm_from_end) {
     static const char *const gemm_ops[] = {"gemm", "gemm_logits", "gemm_group", "gemm_swiglu"};
     static const char *const on[] = {"1"};
     check_ops_with(gemm_ops, 4, "SG_CUDA_GEMM_FROM_END", on, 1);
+}
+END_TEST
+
+// The GEMM ops with gemm_wgmma off (the mma.sync kernels alone) and on every product it can take
+// (SG_CUDA_GEMM_WGMMA=2: every row count, the tiny and small cases' products of K % 256 == 0 with
+// their edge tiles), within the order rule and bitwise across row counts all the same. By default
+// (1) it takes the 2048-row sweep's products from 65 rows, so the default run compares its rows
+// with the other kernels' bitwise. On a device or build without it, both runs are the default's.
+START_TEST(test_gemm_wgmma_settings) {
+    static const char *const gemm_ops[] = {"gemm", "gemm_logits", "gemm_group", "gemm_swiglu",
+                                           "markov_step"};
+    static const char *const wgmma[] = {"0", "2"};
+    check_ops_with(gemm_ops, 5, "SG_CUDA_GEMM_WGMMA", wgmma, 2);
 }
 END_TEST
 
@@ -251,6 +266,7 @@ int main(void) {
     tcase_add_test(tc, test_attention_heads_per_block);
     tcase_add_test(tc, test_gemm_band_settings);
     tcase_add_test(tc, test_gemm_from_end);
+    tcase_add_test(tc, test_gemm_wgmma_settings);
     tcase_add_test(tc, test_engine_tiny_fixture);
     suite_add_tcase(s, tc);
     return tu_run_no_fork(s);
