@@ -23,8 +23,8 @@
 // Five kernels compute that order; the choice (by M, N, alignment, the shared memory a block may
 // have and the device) is speed only:
 //   gemm_wgmma (past 64 rows where its 128 × 128 tiles give half the SMs one, wgmma_over_tiled;
-//     sm_90a builds on a device that runs them, cu_gemm_wgmma_setting; K % 256 == 0, 16-byte
-//     aligned): the warpgroup MMA, the weights from registers and x, permuted once per product
+//     sm_90a builds on a device that runs them, cu_gemm_wgmma_setting; K % 256 == 0, N % 128 ==
+//     0, 16-byte aligned): the warpgroup MMA, the weights from registers and x, permuted once per product
 //     by gemm_permute_x, from shared memory (its section below says why).
 //   gemm_band (9 to 32 rows of products with a band per SM, band_over_split; K % 8 == 0, 16-byte
 //     aligned): a block per 64 columns of y and all its rows, x and w staged through a ring of
@@ -906,7 +906,8 @@ __global__ void __launch_bounds__(32 * FOLD_WARPS_M * FOLD_WARPS_N)
 // segment's steps chain from +0 and the segments are folded in s order (the accumulators are
 // drained at each segment's end). A block: 128 weight rows (two warpgroups of m64n128k16) × 128
 // rows of x; stages of 64 k in a ring of WG_RING filled by cp.async WG_AHEAD ahead; one wgmma
-// group in flight within a segment. Needs K % 256 == 0 and 16-byte aligned x and w.
+// group in flight within a segment. Needs K % 256 == 0 and 16-byte aligned x and w; launched for
+// whole column tiles only (launch_wgmma), rows past M are zero.
 
 constexpr int WG_TILE = 128, WG_KT = 64, WG_THREADS = 256;
 // Measured on the H200 (bench/README.md, fourth 2026-12-02 session): 6 stages, 4 ahead, 3-7 %
@@ -1408,12 +1409,16 @@ bool wgmma_over_tiled(const cuda_ctx *c, int M, long long tiles) {
 }
 
 // Launches gemm_permute_x and gemm_wgmma for group G (w, y, N and n set; the column tiles are
-// filled here) where the context allows it and the shape suits it (K % 256 == 0, x and w 16-byte
-// aligned); false otherwise.
+// filled here) where the context allows it and the shape suits it (K % 256 == 0, every N a
+// multiple of 128, x and w 16-byte aligned); false otherwise. Whole column tiles only: every
+// Qwen3-4B product has them, and no bring-up case has K % 256 == 0 with a partial one, so
+// gemm_wgmma's column edge would run untested.
 bool launch_wgmma(cuda_ctx *c, const bf16 *x, int M, int K, split_group G, int out_f32, int vec) {
     static int smem_set = 0;
     if (c->gemm_wgmma == 0 || !vec || K % KSEG != 0 || WG_SMEM > (size_t)smem_optin())
         return false;
+    for (int p = 0; p < G.n; p++)
+        if (G.N[p] % WG_TILE != 0) return false;
     const long long tiles = group_tiles(G, G.n, WG_TILE), row_tiles = (M + WG_TILE - 1) / WG_TILE;
     if (tiles > 65535 || !wgmma_over_tiled(c, M, tiles * row_tiles)) return false;
     uint16_t *xp = static_cast<uint16_t *>(cuda_gemm_xperm(c, (size_t)M * K * sizeof(uint16_t)));
