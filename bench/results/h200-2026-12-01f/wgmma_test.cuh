@@ -2,6 +2,8 @@
 // share (wgmma_bits.cu here, ../h200-2026-12-02c/wgmma_natural_steps.cu). A trial is one block's
 // x [MR][K] and w [NC][K], random bf16 with exponents spread over 2^±spread, one segment of K
 // (16 k-steps) from +0; a test's kernel writes its variants' results [variants][MR][NC] per trial.
+// At the end, what the standalone GEMM records share (../h200-2026-12-02c/wgmma_fold_gemm.cu,
+// ../h200-2026-12-02d/wgmma_rs_gemm.cu): operands filled on the device, timing, bit comparison.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -181,4 +183,49 @@ static long long trials_compare(const trial_set &t, long long *diff, long long *
                 total++;
             }
     return total;
+}
+
+// ---- the GEMM records ----
+
+// Random bf16 with exponents in 2^-4 .. 2^0 and either sign (a hash of the index and seed).
+__global__ void fill(uint16_t *a, size_t n, uint32_t seed) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        uint32_t h = (uint32_t)i * 2654435761u ^ seed;
+        h ^= h >> 15;
+        h *= 2246822519u;
+        h ^= h >> 13;
+        const uint32_t e = 123 + h % 5;
+        a[i] = (uint16_t)(((h >> 31) << 15) | (e << 7) | ((h >> 8) & 0x7f));
+    }
+}
+
+template <typename F> static float time_us(F run, int reps) {
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    run();
+    CK(cudaEventRecord(a));
+    for (int i = 0; i < reps; i++) run();
+    CK(cudaEventRecord(b));
+    CK(cudaEventSynchronize(b));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, a, b));
+    return ms * 1000.f / reps;
+}
+
+// Elements of two device results [n] whose bits differ.
+static size_t bits_differ(const float *a, const float *b, size_t n) {
+    float *ha = (float *)malloc(n * 4), *hb = (float *)malloc(n * 4);
+    if (!ha || !hb) {
+        fprintf(stderr, "out of host memory\n");
+        exit(1);
+    }
+    CK(cudaMemcpy(ha, a, n * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(hb, b, n * 4, cudaMemcpyDeviceToHost));
+    size_t diff = 0;
+    for (size_t i = 0; i < n; i++) diff += !same_bits(ha[i], hb[i]);
+    free(ha);
+    free(hb);
+    return diff;
 }

@@ -197,33 +197,6 @@ __global__ void gemm_ref(const uint16_t *x, const uint16_t *w, float *y, int M, 
     y[(size_t)r1 * N + n0 + 2 * q + 1] = v[3];
 }
 
-// Random bf16 with exponents in 2^-4 .. 2^0 and either sign (a hash of the index and seed).
-__global__ void fill(uint16_t *a, size_t n, uint32_t seed) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x) {
-        uint32_t h = (uint32_t)i * 2654435761u ^ seed;
-        h ^= h >> 15;
-        h *= 2246822519u;
-        h ^= h >> 13;
-        const uint32_t e = 123 + h % 5;
-        a[i] = (uint16_t)(((h >> 31) << 15) | (e << 7) | ((h >> 8) & 0x7f));
-    }
-}
-
-template <typename F> static float time_us(F run, int reps) {
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    run();
-    CK(cudaEventRecord(a));
-    for (int i = 0; i < reps; i++) run();
-    CK(cudaEventRecord(b));
-    CK(cudaEventSynchronize(b));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    return ms * 1000.f / reps;
-}
-
 struct variant {
     const char *name;
     void (*kernel)(const uint16_t *, const uint16_t *, float *, int, int, int);
@@ -234,21 +207,6 @@ template <int RING, int AHEAD, bool ROWS_FAST> static variant make_variant(const
     variant v = {name, gemm_wgmma_rs<RING, AHEAD, ROWS_FAST>, RING * STAGE_BYTES, ROWS_FAST};
     CK(cudaFuncSetAttribute(v.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, v.smem));
     return v;
-}
-
-static size_t bits_differ(const float *a, const float *b, size_t n) {
-    float *ha = (float *)malloc(n * 4), *hb = (float *)malloc(n * 4);
-    if (!ha || !hb) {
-        fprintf(stderr, "out of host memory\n");
-        exit(1);
-    }
-    CK(cudaMemcpy(ha, a, n * 4, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(hb, b, n * 4, cudaMemcpyDeviceToHost));
-    size_t diff = 0;
-    for (size_t i = 0; i < n; i++) diff += !same_bits(ha[i], hb[i]);
-    free(ha);
-    free(hb);
-    return diff;
 }
 
 int main() {
