@@ -24,8 +24,8 @@
 // have and the device) is speed only:
 //   gemm_wgmma (past 64 rows where its 128 × 128 tiles give half the SMs one, wgmma_over_tiled;
 //     sm_90a builds on a device that runs them, cu_gemm_wgmma_setting; K % 256 == 0, N % 128 ==
-//     0, 16-byte aligned): the warpgroup MMA, the weights from registers and x, permuted once per product
-//     by gemm_permute_x, from shared memory (its section below says why).
+//     0, 16-byte aligned): the warpgroup MMA, the weights from registers and x, permuted once
+//     per product by gemm_permute_x, from shared memory (its section below says why).
 //   gemm_band (9 to 32 rows of products with a band per SM, band_over_split; K % 8 == 0, 16-byte
 //     aligned): a block per 64 columns of y and all its rows, x and w staged through a ring of
 //     shared-memory stages (cp.async), each of its 4 warps 16 columns of every row, so x is read
@@ -1085,7 +1085,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
             if (m < M && n < N) store_out(y, out_f32, N, m, n, total[4 * j + e]);
         }
 #else
-    __trap(); // launched only where gemm_wgmma_built says it was compiled for sm_90a
+    __trap(); // launched only where gemm_wgmma_probe found sm_90a code (cu_gemm_wgmma_setting)
 #endif
 }
 
@@ -1449,7 +1449,8 @@ void cu_gemm_from_end(cuda_ctx *c, const bf16 *x, int M, int K, const bf16 *w, i
     const int vec = K % 8 == 0 && (uintptr_t)x % 16 == 0 && (uintptr_t)w % 16 == 0;
     const int S = (K + KSEG - 1) / KSEG;
     // Every path computes identical bits (see the top of this file); the choice is speed.
-    // Few rows: each weight is loaded once, straight into registers, split over K.
+    // Many rows on sm_90a: the warpgroup MMA. Few rows: each weight is loaded once, straight into
+    // registers, split over K.
     const split_group G = {{w}, {y}, {N}, {0}, 1, from_end};
     if (launch_wgmma(c, x, M, K, G, out_f32, vec)) return;
     if (launch_band_any(c, x, M, K, G, out_f32, vec)) return;
