@@ -22,10 +22,13 @@
 //
 // Five kernels compute that order; the choice (by M, N, alignment, the shared memory a block may
 // have and the device) is speed only:
-//   gemm_wgmma (past 64 rows where its 128 × 128 tiles give half the SMs one, wgmma_over_tiled;
-//     sm_90a builds on a device that runs them, cu_gemm_wgmma_setting; K % 256 == 0, N % 128 ==
-//     0, 16-byte aligned): the warpgroup MMA, the weights from registers and x, permuted once
-//     per product by gemm_permute_x, from shared memory (its section below says why).
+//   gemm_wgmma (past 64 rows where its 128 × 128 tiles give half the SMs one, wgmma_over_tiled,
+//     or where a K split over blocks suits the product, wgmma_parts; sm_90a builds on a device
+//     that runs them, cu_gemm_wgmma_setting; K % 256 == 0, N % 128 == 0, 16-byte aligned): the
+//     warpgroup MMA, the weights from registers and x, permuted once per product by
+//     gemm_permute_x, from shared memory (its section below says why); with the K split, block p
+//     of P per tile computes the segments s ≡ p (mod P) and parks them like gemm_tiled's split,
+//     and gemm_park_fold folds them in s order.
 //   gemm_band (9 to 32 rows of products with a band per SM, band_over_split; K % 8 == 0, 16-byte
 //     aligned): a block per 64 columns of y and all its rows, x and w staged through a ring of
 //     shared-memory stages (cp.async), each of its 4 warps 16 columns of every row, so x is read
@@ -1014,9 +1017,14 @@ __device__ __forceinline__ void wg_fence_acc(float d[64]) {
 // column tile are adjacent blocks, so w comes from DRAM about once). The weights' first stages are
 // issued before pdl_wait_primary (gemm_permute_x's x'); stage t: its copies waited for, a barrier,
 // stage t + WG_AHEAD issued, the warps' fragments of its two chunks (rows wr, wr + 8), four
-// k-steps in one group; at a segment's end the group is waited for and folded.
+// k-steps in one group; at a segment's end the group is waited for and folded. With KS (a K
+// split over blocks, gridDim.z = P per tile) block z computes the segments s ≡ z (mod P) and,
+// instead of folding them, parks each one's values in gemm_tiled's park layout (64 × 64 tiles,
+// S segments a tile, kpark), for gemm_park_fold.
+template <bool KS>
 __global__ void __launch_bounds__(WG_THREADS, 1)
-    gemm_wgmma(const uint16_t *__restrict__ xp, int M, int K, const split_group G, int out_f32) {
+    gemm_wgmma(const uint16_t *__restrict__ xp, int M, int K, const split_group G, int out_f32,
+               float *__restrict__ kpark) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     extern __shared__ __align__(1024) unsigned char wg_smem[];
     const uint16_t *__restrict__ w = G.w[0];
@@ -1027,27 +1035,34 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
     const int row0 = WG_TILE * (int)blockIdx.x, n0 = WG_TILE * (col - first_tile);
     const int lane = threadIdx.x & 31, q = lane & 3;
     const int wr = 16 * (threadIdx.x >> 5) + (lane >> 2); // the lane's weight rows wr, wr + 8
-    const int stages = K / WG_KT;
+    // The block's segments p, p + P, ...; its stages u = 0, 1, ... (k0 of stage u: stage_k).
+    constexpr int SEG_STAGES = KSEG / WG_KT;
+    const int S = K / KSEG, P = KS ? (int)gridDim.z : 1, p = KS ? (int)blockIdx.z : 0;
+    const int segs = (S - p + P - 1) / P, stages = segs * SEG_STAGES;
+    auto stage_k = [&](int u) {
+        return ((p + P * (u / SEG_STAGES)) * SEG_STAGES + u % SEG_STAGES) * WG_KT;
+    };
     pdl_allow_dependents();
     for (int t = 0; t < WG_AHEAD && t < stages; t++)
-        wg_load_stage<false>(w, N, K, n0, t * WG_KT, wg_smem + t * WG_STAGE + WG_OPERAND);
+        wg_load_stage<false>(w, N, K, n0, stage_k(t), wg_smem + t * WG_STAGE + WG_OPERAND);
     pdl_wait_primary();
     for (int t = 0; t < WG_AHEAD; t++) {
-        if (t < stages) wg_load_stage<true>(xp, M, K, row0, t * WG_KT, wg_smem + t * WG_STAGE);
+        if (t < stages) wg_load_stage<true>(xp, M, K, row0, stage_k(t), wg_smem + t * WG_STAGE);
         cp_async_commit(); // group t is stage t (and group 0 the first stages' weights)
     }
     float acc[64], total[64];
-    for (int seg = 0; seg < K / KSEG; seg++) {
+    for (int i = 0; i < segs; i++) {
+        const int seg = p + P * i;
 #pragma unroll
-        for (int in_seg = 0; in_seg < KSEG / WG_KT; in_seg++) { // unrolled: no branch on the stage
-            const int t = seg * (KSEG / WG_KT) + in_seg, tn = t + WG_AHEAD;
+        for (int in_seg = 0; in_seg < SEG_STAGES; in_seg++) { // unrolled: no branch on the stage
+            const int t = i * SEG_STAGES + in_seg, tn = t + WG_AHEAD;
             cp_async_wait<WG_AHEAD - 1>();
             asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
             __syncthreads(); // stage t landed for everyone; stage t - 2's group is done everywhere
             if (tn < stages) {
                 unsigned char *st = wg_smem + (tn % WG_RING) * WG_STAGE;
-                wg_load_stage<true>(xp, M, K, row0, tn * WG_KT, st);
-                wg_load_stage<false>(w, N, K, n0, tn * WG_KT, st + WG_OPERAND);
+                wg_load_stage<true>(xp, M, K, row0, stage_k(tn), st);
+                wg_load_stage<false>(w, N, K, n0, stage_k(tn), st + WG_OPERAND);
             }
             cp_async_commit();
             const unsigned char *st = wg_smem + (t % WG_RING) * WG_STAGE;
@@ -1066,24 +1081,40 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
                               in_seg != 0 || j != 0); // a segment's first step from +0
             asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
             wg_fence_acc(acc);
-            if (in_seg < KSEG / WG_KT - 1) {
+            if (in_seg < SEG_STAGES - 1) {
                 asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+            } else if (KS) { // the segment is complete: park it (64 × 64 tiles, gemm_park_fold)
+                asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+                // The lane's columns wr, wr + 8 lie in 64-column tile 2·col + wg; its rows
+                // 8j + 2q (+1) in row tile row0 / 64 + j / 8.
+                const size_t tile_step = (size_t)S * 4096;
+                float *pk = kpark + ((size_t)(2 * col + (wr >> 6)) * ((M + 63) / 64) + row0 / 64) *
+                                        tile_step + (size_t)seg * 4096 + 2 * q * 64 + (wr & 63);
+#pragma unroll
+                for (int j = 0; j < WG_TILE / 8; j++) {
+                    float *r = pk + (j >> 3) * tile_step + ((8 * j) & 63) * 64;
+                    const int m = row0 + 8 * j + 2 * q;
+                    if (m < M) r[0] = acc[4 * j], r[8] = acc[4 * j + 2];
+                    if (m + 1 < M) r[64] = acc[4 * j + 1], r[72] = acc[4 * j + 3];
+                }
             } else { // the segment is complete: wait for it and fold it
                 asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
 #pragma unroll
-                for (int i = 0; i < 64; i++)
-                    total[i] = seg == 0 ? acc[i] : __fadd_rn(total[i], acc[i]);
+                for (int v = 0; v < 64; v++)
+                    total[v] = i == 0 ? acc[v] : __fadd_rn(total[v], acc[v]);
             }
         }
     }
     // total[4j .. 4j + 3]: weight rows wr (0, 1) and wr + 8 (2, 3), x rows 8j + 2q and + 1.
+    if constexpr (!KS) {
 #pragma unroll
-    for (int j = 0; j < WG_TILE / 8; j++)
+        for (int j = 0; j < WG_TILE / 8; j++)
 #pragma unroll
-        for (int e = 0; e < 4; e++) {
-            const int m = row0 + 8 * j + 2 * q + (e & 1), n = n0 + wr + (e >= 2 ? 8 : 0);
-            if (m < M && n < N) store_out(y, out_f32, N, m, n, total[4 * j + e]);
-        }
+            for (int e = 0; e < 4; e++) {
+                const int m = row0 + 8 * j + 2 * q + (e & 1), n = n0 + wr + (e >= 2 ? 8 : 0);
+                if (m < M && n < N) store_out(y, out_f32, N, m, n, total[4 * j + e]);
+            }
+    }
 #else
     __trap(); // launched only where gemm_wgmma_probe found sm_90a code (cu_gemm_wgmma_setting)
 #endif
@@ -1408,26 +1439,59 @@ bool wgmma_over_tiled(const cuda_ctx *c, int M, long long tiles) {
     return c->gemm_wgmma == 2 || (M > 64 && 2 * tiles >= c->sm_count);
 }
 
+// Blocks per tile of gemm_wgmma's K split for M rows of `tiles` 128 × 128 tiles (row tiles
+// included) of S segments (context setting 1, SG_CUDA_GEMM_WGMMA_KS not 0): past 64 rows, for
+// products of at least 16 segments (K >= 4096) or of at most an eighth as many tiles as SMs, as
+// many as fill the SMs once, at most half the segments; 1: no split. Its parked values move
+// 2 · 4 · M · N · S bytes, M / 64 times the weights' bytes, so it pays only where one block a
+// tile leaves most SMs idle for long. Measured on the H200 (c42, fifth 2026-12-02 session, ops
+// perf, us without / with): down_proj 128 rows 67.2 / 60.6, 256 rows 135.2 / 100.3; o_proj 256
+// rows 58.5 / 48.2; fc 256 rows 175.7 / 132.8; k_proj 128 rows (8 tiles) 19.2 / 14.6; but
+// q_proj 128 rows (32 tiles, 10 segments) 20.6 / 24.8 and k_proj 512 rows 19.8 / 27.9.
+int wgmma_parts(const cuda_ctx *c, int M, long long tiles, int S) {
+    static const int on = cu_env_switch("SG_CUDA_GEMM_WGMMA_KS", 1, 0, 1);
+    if (!on || c->gemm_wgmma != 1 || M <= 64 || (S < 16 && 8 * tiles > c->sm_count)) return 1;
+    const long long fill = c->sm_count / tiles, most = (S + 1) / 2;
+    return (int)(fill < 1 ? 1 : fill < most ? fill : most);
+}
+
 // Launches gemm_permute_x and gemm_wgmma for group G (w, y, N and n set; the column tiles are
 // filled here) where the context allows it and the shape suits it (K % 256 == 0, every N a
-// multiple of 128, x and w 16-byte aligned); false otherwise. Whole column tiles only: every
-// Qwen3-4B product has them, and no bring-up case has K % 256 == 0 with a partial one, so
-// gemm_wgmma's column edge would run untested.
+// multiple of 128, x and w 16-byte aligned); false otherwise. With a K split (wgmma_parts), then
+// gemm_park_fold. Whole column tiles only: every Qwen3-4B product has them, and no bring-up case
+// has K % 256 == 0 with a partial one, so gemm_wgmma's column edge would run untested.
 bool launch_wgmma(cuda_ctx *c, const bf16 *x, int M, int K, split_group G, int out_f32, int vec) {
-    static int smem_set = 0;
+    static int smem_set = 0, smem_set_ks = 0;
     if (c->gemm_wgmma == 0 || !vec || K % KSEG != 0 || WG_SMEM > (size_t)smem_optin())
         return false;
     for (int p = 0; p < G.n; p++)
         if (G.N[p] % WG_TILE != 0) return false;
     const long long tiles = group_tiles(G, G.n, WG_TILE), row_tiles = (M + WG_TILE - 1) / WG_TILE;
-    if (tiles > 65535 || !wgmma_over_tiled(c, M, tiles * row_tiles)) return false;
+    if (tiles > 65535) return false;
+    const int S = K / KSEG, P = wgmma_parts(c, M, tiles * row_tiles, S);
+    if (P == 1 && !wgmma_over_tiled(c, M, tiles * row_tiles)) return false;
     uint16_t *xp = static_cast<uint16_t *>(cuda_gemm_xperm(c, (size_t)M * K * sizeof(uint16_t)));
     const size_t chunks = (size_t)M * K / 32;
     launch_dependent(c, gemm_permute_x, dim3((unsigned)((chunks + 255) / 256)), 256, 0, x, xp,
                      chunks);
-    allow_smem_once(gemm_wgmma, (int)WG_SMEM, smem_set);
-    launch_dependent(c, gemm_wgmma, dim3((unsigned)row_tiles, (unsigned)tiles), WG_THREADS,
-                     WG_SMEM, (const uint16_t *)xp, M, K, G, out_f32);
+    const dim3 grid((unsigned)row_tiles, (unsigned)tiles, (unsigned)P);
+    if (P == 1) {
+        allow_smem_once(gemm_wgmma<false>, (int)WG_SMEM, smem_set);
+        launch_dependent(c, gemm_wgmma<false>, grid, WG_THREADS, WG_SMEM, (const uint16_t *)xp,
+                         M, K, G, out_f32, (float *)nullptr);
+        return true;
+    }
+    // The park and its fold in gemm_tiled's 64 × 64 tiles: two a column tile, two a row tile.
+    const int row_tiles64 = (M + 63) / 64;
+    float *park = static_cast<float *>(
+        cuda_gemm_park(c, (size_t)2 * tiles * row_tiles64 * S * 64 * 64 * sizeof(float)));
+    allow_smem_once(gemm_wgmma<true>, (int)WG_SMEM, smem_set_ks);
+    launch_dependent(c, gemm_wgmma<true>, grid, WG_THREADS, WG_SMEM, (const uint16_t *)xp, M, K,
+                     G, out_f32, park);
+    group_tiles(G, G.n, 64);
+    launch_dependent(c, gemm_park_fold, dim3((unsigned)row_tiles64, (unsigned)(2 * tiles),
+                                             PF_SLICES),
+                     PF_THREADS, 0, (const float *)park, M, S, G, out_f32);
     return true;
 }
 

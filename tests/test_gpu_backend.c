@@ -135,8 +135,9 @@ END_TEST
 // (SG_CUDA_GEMM_WGMMA=2: the Qwen3-4B cases' products at every row count of the sweep, 1 to 2048,
 // so also row tiles mostly past M; the tiny and small cases, K % 256 != 0, keep the other
 // kernels), within the order rule and bitwise across row counts all the same. By default (1) it
-// takes the sweep's products from 65 rows, so the default run compares its rows with the other
-// kernels' bitwise. On a device or build without it, both runs are the default's.
+// takes the sweep's products from 65 rows, those of few tiles (k_proj, o_proj, down_proj, fc at
+// 65 and 256 rows) with its K split over blocks, so the default run compares both forms' rows
+// with the other kernels' bitwise. On a device or build without it, both runs are the default's.
 START_TEST(test_gemm_wgmma_settings) {
     static const char *const gemm_ops[] = {"gemm", "gemm_logits", "gemm_group", "gemm_swiglu",
                                            "markov_step"};
