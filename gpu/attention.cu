@@ -12,8 +12,8 @@
 // Keys and values are visited in tiles of ATT_TILE positions staged in shared memory by
 // asynchronous copies (a tile's all in flight at once), through two buffers: the next tile's
 // copies are in flight while one is used, so a row pays about one memory round trip per tile and
-// pass. The scores of the first `stored` keys (as many as the launch's shared memory holds: the
-// sequence span or SG_CUDA_ATT_STORED_KEYS, default ATT_STORED_KEYS) stay in shared memory from
+// pass. The scores of the first `stored` keys (att_stored: by default as many as leave room for
+// two blocks on an SM, at most ATT_STORED_KEYS and the sequence span) stay in shared memory from
 // the first pass to the last, so K is read once and V once; past that a key's score is recomputed
 // from its K tile in the later passes (the same arithmetic gives the same bits), so no scratch
 // sized by the context length is needed. Every number depends only on the row's own query, its
@@ -46,7 +46,7 @@ constexpr int ATT_MAX_TEAMS = 4;  // heads per block
 constexpr int ATT_WIDE_ROWS = 32; // from this many rows, ATT_MAX_TEAMS heads per block (att_teams)
 constexpr int ATT_TILE = 128; // keys per tile: one per team thread in the score passes
 constexpr int ATT_MAX_HD = 256;
-constexpr int ATT_STORED_KEYS = 8192; // default scores kept per row (32 KB of shared memory)
+constexpr int ATT_STORED_KEYS = 8192; // the most scores kept per row by default (32 KB a team)
 // Tile buffers: ATT_BUFS - 1 loads in flight while one tile is used. Measured on the H200
 // (bench/README.md, 2026-12-01): 3 buffers cost a block per SM where many rows attend (spec at 4
 // requests 1211 -> 1048 tok/s).
@@ -269,8 +269,31 @@ __global__ void __launch_bounds__(ATT_THREADS * ATT_MAX_TEAMS)
     }
 }
 
-// The most dynamic shared memory a block of attention_k may have (cu_attention_init).
-int att_smem_max = 0;
+// The most dynamic shared memory a block of attention_k may have, and the most that leaves room
+// for two blocks on an SM (cu_attention_init).
+int att_smem_max = 0, att_smem_two = 0;
+
+// Scores kept per row and head for a launch of `teams` heads per block: whole tiles, no more than
+// a sequence can hold (span keys) and the shared memory fits. A setting >= 0
+// (SG_CUDA_ATT_STORED_KEYS) caps them; by default (-1) at most ATT_STORED_KEYS and, where two
+// blocks of two tiles fit an SM, as many as leave room for the second block. Measured on the H200 (bench/README.md, fifth
+// 2026-12-02 session, c46 and c47): the page tables span Qwen3-4B's 40960 positions, so 8192
+// scores a team left one block an SM; this rule (2432 a team with 4 teams, 5120 with 2, at
+// head_dim 128) took spec at 64 requests from 3989 to 4351 tok/s, hedge3 at 16 and 64 from 1313
+// to 1436 and 1467 to 1656, plain at 64 from 7475 to 7670 (1 and 4 requests within 1.2 %; the
+// bench's rows see at most about 576 keys).
+long long att_stored(int hd, long long span, int teams, int setting) {
+    long long stored = (span + ATT_TILE - 1) / ATT_TILE * ATT_TILE;
+    const long long cap = setting >= 0 ? setting : ATT_STORED_KEYS;
+    if (stored > cap) stored = cap / ATT_TILE * ATT_TILE;
+    const long long base = (long long)attention_smem(hd, 0, teams);
+    const long long two = ((long long)att_smem_two - base) / (4 * teams) / ATT_TILE * ATT_TILE;
+    if (setting < 0 && two >= ATT_TILE && stored > two) stored = two;
+    SG_CHECK(att_smem_max >= base, "attention head_dim %d: two tiles exceed the device's %d bytes "
+             "of shared memory per block", hd, att_smem_max);
+    const long long most = (att_smem_max - base) / (4 * teams) / ATT_TILE * ATT_TILE;
+    return stored < most ? stored : most;
+}
 
 } // namespace
 
@@ -286,17 +309,9 @@ void cu_attention(void *ctx, const be_paging *pg, const bf16 *k_pages, const bf1
     if (rows <= 0) return;
     static_assert(2 * ATT_THREADS >= ATT_MAX_HD, "two output dimensions per team thread");
     float scale = 1.0f / sqrtf((float)pg->head_dim); // the CPU twin's expression, on the host
-    // Stored scores: whole tiles, no more than a sequence can hold, the context's setting allows
-    // and the shared memory fits.
-    const long long span = (long long)pg->table_stride * pg->page_size;
-    long long stored = (span + ATT_TILE - 1) / ATT_TILE * ATT_TILE;
-    if (stored > c->att_stored_keys) stored = c->att_stored_keys / ATT_TILE * ATT_TILE;
     const int teams = att_teams(n_heads / pg->n_kv_heads, rows, c->att_teams);
-    const long long spare =
-        (long long)att_smem_max - (long long)attention_smem(pg->head_dim, 0, teams);
-    SG_CHECK(spare >= 0, "attention head_dim %d: two tiles exceed the device's %d bytes of "
-             "shared memory per block", pg->head_dim, att_smem_max);
-    if (stored > spare / (4 * teams)) stored = spare / (4 * teams) / ATT_TILE * ATT_TILE;
+    const long long stored = att_stored(pg->head_dim, (long long)pg->table_stride * pg->page_size,
+                                        teams, c->att_stored_keys);
     const size_t smem = attention_smem(pg->head_dim, (int)stored, teams);
     dim3 grid((unsigned)(n_heads / teams), (unsigned)rows);
     launch_dependent(c, attention_k, grid, ATT_THREADS * teams, smem, *pg, k_pages, v_pages,
@@ -304,10 +319,11 @@ void cu_attention(void *ctx, const be_paging *pg, const bf16 *k_pages, const bf1
     CUDA_CHECK_LAUNCH();
 }
 
-// Scores a new backend keeps in shared memory per row and head: SG_CUDA_ATT_STORED_KEYS (a
-// measurement and test switch: 0 recomputes every score in the later passes) or ATT_STORED_KEYS.
+// Scores a new backend keeps in shared memory per row and head at most: SG_CUDA_ATT_STORED_KEYS
+// (a measurement and test switch: 0 recomputes every score in the later passes) or -1 (att_stored's
+// choice).
 int cu_attention_stored_keys(void) {
-    return cu_env_switch("SG_CUDA_ATT_STORED_KEYS", ATT_STORED_KEYS, 0, 1 << 20);
+    return cu_env_switch("SG_CUDA_ATT_STORED_KEYS", -1, -1, 1 << 20);
 }
 
 // Heads per attention block a new backend uses at most: SG_CUDA_ATT_TEAMS (a measurement and test
@@ -324,6 +340,10 @@ void cu_attention_init(void) {
     cudaFuncAttributes attr;
     CUDA_CHECK(cudaFuncGetAttributes(&attr, attention_k));
     att_smem_max -= (int)attr.sharedSizeBytes; // the static part counts against the same limit
+    int per_sm, reserved;
+    CUDA_CHECK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, d));
+    CUDA_CHECK(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, d));
+    att_smem_two = per_sm / 2 - reserved - (int)attr.sharedSizeBytes;
     CUDA_CHECK(cudaFuncSetAttribute(attention_k, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     att_smem_max));
 }
