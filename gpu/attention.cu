@@ -276,12 +276,12 @@ int att_smem_max = 0, att_smem_two = 0;
 // Scores kept per row and head for a launch of `teams` heads per block: whole tiles, no more than
 // a sequence can hold (span keys) and the shared memory fits. A setting >= 0
 // (SG_CUDA_ATT_STORED_KEYS) caps them; by default (-1) at most ATT_STORED_KEYS and, where two
-// blocks of two tiles fit an SM, as many as leave room for the second block. Measured on the H200 (bench/README.md, fifth
-// 2026-12-02 session, c46 and c47): the page tables span Qwen3-4B's 40960 positions, so 8192
-// scores a team left one block an SM; this rule (2432 a team with 4 teams, 5120 with 2, at
-// head_dim 128) took spec at 64 requests from 3989 to 4351 tok/s, hedge3 at 16 and 64 from 1313
-// to 1436 and 1467 to 1656, plain at 64 from 7475 to 7670 (1 and 4 requests within 1.2 %; the
-// bench's rows see at most about 576 keys).
+// blocks of two tiles fit an SM, as many as leave room for the second block. Measured on the H200
+// (bench/README.md, fifth 2026-12-02 session, c46 and c47): the page tables span Qwen3-4B's 40960
+// positions, so 8192 scores a team left one block an SM; this rule (2432 a team with 4 teams,
+// 5120 with 2, at head_dim 128) took spec at 64 requests from 3989 to 4351 tok/s, hedge3 at 4, 16
+// and 64 from 935 to 995, 1313 to 1436 and 1467 to 1656, plain at 64 from 7475 to 7670; plain and
+// spec at 1 and 4 requests moved within 1.6 % (the bench's rows see at most about 576 keys).
 long long att_stored(int hd, long long span, int teams, int setting) {
     long long stored = (span + ATT_TILE - 1) / ATT_TILE * ATT_TILE;
     const long long cap = setting >= 0 ? setting : ATT_STORED_KEYS;

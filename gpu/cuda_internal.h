@@ -31,7 +31,8 @@ struct cuda_ctx {
     int n_old_scratch;  // freed when the backend is destroyed
     cudaEvent_t t0, t1;
     void *cublas; // cublasHandle_t, made on first use of cuda_vendor_gemm
-    int att_stored_keys; // attention scores kept in shared memory per row and head (attention.cu)
+    int att_stored_keys; // attention scores kept in shared memory per row and head at most; -1:
+                         // attention.cu's choice (att_stored)
     int att_teams;       // attention heads per block at most, 0: chosen by rows (attention.cu)
     int gemm_band;       // gemm_band's rows: 0 off, 1 wide products, 2 every product (gemm.cu)
     int gemm_from_end;   // every product's column tiles from the last one down (gemm.cu)
