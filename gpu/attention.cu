@@ -12,11 +12,11 @@
 // Keys and values are visited in tiles of ATT_TILE positions staged in shared memory by
 // asynchronous copies (a tile's all in flight at once), through two buffers: the next tile's
 // copies are in flight while one is used, so a row pays about one memory round trip per tile and
-// pass. The scores of the first `stored` keys (att_stored: by default as many as leave room for
-// two blocks on an SM, at most ATT_STORED_KEYS and the sequence span) stay in shared memory from
-// the first pass to the last, so K is read once and V once; past that a key's score is recomputed
-// from its K tile in the later passes (the same arithmetic gives the same bits), so no scratch
-// sized by the context length is needed. Every number depends only on the row's own query, its
+// pass. The scores of the first `stored` keys (att_stored: by default at most ATT_STORED_KEYS and
+// the sequence span, and in launches of many blocks as many as leave room for two blocks on an
+// SM) stay in shared memory from the first pass to the last, so K is read once and V once; past
+// that a key's score is recomputed from its K tile in the later passes (the same arithmetic gives
+// the same bits), so no scratch sized by the context length is needed. Every number depends only on the row's own query, its
 // sequence's K/V at positions 0 .. n_keys-1 and the head geometry: the same for a row alone, in a
 // prefill chunk, a decode, a verify span or a chain span (path invariance, design.md §3). expf is
 // glibc's (device_numerics.h d_expf), so the output equals the CPU twin's bit for bit. A missing
@@ -273,22 +273,26 @@ __global__ void __launch_bounds__(ATT_THREADS * ATT_MAX_TEAMS)
 // for two blocks on an SM (cu_attention_init).
 int att_smem_max = 0, att_smem_two = 0;
 
-// Scores kept per row and head for a launch of `teams` heads per block: whole tiles, no more than
-// a sequence can hold (span keys) and the shared memory fits. A setting >= 0
-// (SG_CUDA_ATT_STORED_KEYS) caps them; by default (-1) at most ATT_STORED_KEYS and, where two
-// blocks of two tiles fit an SM, as many as leave room for the second block. Measured on the H200
-// (bench/README.md, fifth 2026-12-02 session, c46 and c47): the page tables span Qwen3-4B's 40960
-// positions, so 8192 scores a team left one block an SM; this rule (2432 a team with 4 teams,
-// 5120 with 2, at head_dim 128) took spec at 64 requests from 3989 to 4351 tok/s, hedge3 at 4, 16
-// and 64 from 935 to 995, 1313 to 1436 and 1467 to 1656, plain at 64 from 7475 to 7670; plain and
-// spec at 1 and 4 requests moved within 1.6 % (the bench's rows see at most about 576 keys).
-long long att_stored(int hd, long long span, int teams, int setting) {
+// Scores kept per row and head for a launch of `blocks` blocks of `teams` heads: whole tiles, no
+// more than a sequence can hold (span keys) and the shared memory fits. A setting >= 0
+// (SG_CUDA_ATT_STORED_KEYS) caps them; by default (-1) at most ATT_STORED_KEYS and, where the
+// launch at one block an SM would take more than two waves and two blocks of two tiles fit an SM,
+// as many as leave room for the second block. Measured on the H200 (bench/README.md, fifth and
+// sixth 2026-12-02 sessions, c46 to c50): the page tables span Qwen3-4B's 40960 positions, so 8192
+// scores a team left one block an SM; two blocks (2432 scores a team with 4 teams, 5120 with 2, at
+// head_dim 128) took spec at 64 requests from 3982 to 4290 tok/s and hedge3 at 4, 16 and 64 from
+// 928 to 976, 1317 to 1433 and 1471 to 1655 (medians of three), but at 4 requests, launches of
+// one or two waves, they cost plain and spec 2.6 % (1216 -> 1184, 1499 -> 1460): the verify's
+// attention of 256 blocks took 38.7 us against 32.3 (c49's timeline). With the waves condition
+// (c50) those two are back (1215, 1496) and the gains above held (4310, 990, 1434, 1649).
+long long att_stored(int hd, long long span, int teams, long long blocks, int sm_count,
+                     int setting) {
     long long stored = (span + ATT_TILE - 1) / ATT_TILE * ATT_TILE;
     const long long cap = setting >= 0 ? setting : ATT_STORED_KEYS;
     if (stored > cap) stored = cap / ATT_TILE * ATT_TILE;
     const long long base = (long long)attention_smem(hd, 0, teams);
     const long long two = ((long long)att_smem_two - base) / (4 * teams) / ATT_TILE * ATT_TILE;
-    if (setting < 0 && two >= ATT_TILE && stored > two) stored = two;
+    if (setting < 0 && blocks > 2LL * sm_count && two >= ATT_TILE && stored > two) stored = two;
     SG_CHECK(att_smem_max >= base, "attention head_dim %d: two tiles exceed the device's %d bytes "
              "of shared memory per block", hd, att_smem_max);
     const long long most = (att_smem_max - base) / (4 * teams) / ATT_TILE * ATT_TILE;
@@ -310,10 +314,11 @@ void cu_attention(void *ctx, const be_paging *pg, const bf16 *k_pages, const bf1
     static_assert(2 * ATT_THREADS >= ATT_MAX_HD, "two output dimensions per team thread");
     float scale = 1.0f / sqrtf((float)pg->head_dim); // the CPU twin's expression, on the host
     const int teams = att_teams(n_heads / pg->n_kv_heads, rows, c->att_teams);
-    const long long stored = att_stored(pg->head_dim, (long long)pg->table_stride * pg->page_size,
-                                        teams, c->att_stored_keys);
-    const size_t smem = attention_smem(pg->head_dim, (int)stored, teams);
     dim3 grid((unsigned)(n_heads / teams), (unsigned)rows);
+    const long long stored = att_stored(pg->head_dim, (long long)pg->table_stride * pg->page_size,
+                                        teams, (long long)grid.x * grid.y, c->sm_count,
+                                        c->att_stored_keys);
+    const size_t smem = attention_smem(pg->head_dim, (int)stored, teams);
     launch_dependent(c, attention_k, grid, ATT_THREADS * teams, smem, *pg, k_pages, v_pages,
                      row_table, n_keys, q, n_heads, scale, (int)stored, out);
     CUDA_CHECK_LAUNCH();
