@@ -1,7 +1,7 @@
 #!/bin/bash
-# c48 as planned in h200-2026-12-02e/planned_script_c48.sh: the full GPU ctest on the final GPU code
+# c48, planned by the fifth 2026-12-02 session (not run there): the full GPU ctest on the final GPU code
 # (6eba56b), attention under compute-sanitizer, the stored-score rule against 8192 as medians of three.
-# Change from the plan: the results are tarred after every step, so a run cut at the limit keeps them.
+# The results are tarred after every step, so a run cut at the limit keeps them.
 # Build: build-gpu at main; carry .deps and build-gpu.
 export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu:/usr/local/cuda/lib64
 mkdir -p /tmp/r; t0=$(date +%s); ts() { echo "[$(( $(date +%s) - t0 ))s] $*"; tar czf $OUT/c48.tgz -C /tmp r; }

@@ -1,5 +1,5 @@
 #!/bin/bash
-# c49: planned_script_c49.sh of h200-2026-12-02e (attention's heads per block at two blocks an SM;
+# c49, planned by the fifth 2026-12-02 session (attention's heads per block at two blocks an SM;
 # an ncu profile of 72 attention launches of spec at 16 requests), with one addition first: c48's
 # medians put the stored-score rule 2.6 % behind 8192 at 4 requests (plain 1215.8 -> 1184.0,
 # spec 1499.1 -> 1459.9 tok/s), so the kernel timeline of plain and spec at 4 requests under both,
