@@ -16,11 +16,11 @@
 // the sequence span, and in launches of many blocks as many as leave room for two blocks on an
 // SM) stay in shared memory from the first pass to the last, so K is read once and V once; past
 // that a key's score is recomputed from its K tile in the later passes (the same arithmetic gives
-// the same bits), so no scratch sized by the context length is needed. Every number depends only on the row's own query, its
-// sequence's K/V at positions 0 .. n_keys-1 and the head geometry: the same for a row alone, in a
-// prefill chunk, a decode, a verify span or a chain span (path invariance, design.md §3). expf is
-// glibc's (device_numerics.h d_expf), so the output equals the CPU twin's bit for bit. A missing
-// page traps.
+// the same bits), so no scratch sized by the context length is needed. Every number depends only
+// on the row's own query, its sequence's K/V at positions 0 .. n_keys-1 and the head geometry: the
+// same for a row alone, in a prefill chunk, a decode, a verify span or a chain span (path
+// invariance, design.md §3). expf is glibc's (device_numerics.h d_expf), so the output equals the
+// CPU twin's bit for bit. A missing page traps.
 // Launched as a programmatic dependent (pdl.h) of the kernel before it (qk_norm_rope_store, which
 // writes q and the new K/V): before pdl_wait_primary it reads only host uploads (row_table, n_keys,
 // the page tables; no kernel writes them) to look up the first tile's pool offsets. It lets its own
